@@ -1,0 +1,570 @@
+"""Annotation store: SQLAlchemy 2.x models for the paper's human evaluation and a :class:`Store`.
+
+The paper (Shen et al. 2020, "Metrics") has annotators judge each output for fluency (1–5) and
+count wrong, repeated and missing facts. Here the counts are collected per input record:
+an annotation holds ``flags = {record_index: {"wrong", "repeated", "missing"}}``, plus
+``extra_wrong``, the number of stated facts that belong to *no* input record (hallucinated
+attributes such as "low-priced" when there is no price record cannot be flagged on a record).
+
+Tables::
+
+    campaign   (id, name unique, dataset, split, created_at, config JSON)
+    item       (id, campaign_id, input_id, records JSON, K, system, output, auto JSON, segments JSON)
+    annotation (id, item_id, annotator, fluency, flags JSON, extra_wrong, prefilled JSON, comment,
+                corrected_alignment JSON, skipped, created_at, updated_at; unique (item_id, annotator))
+
+Every public write is one short transaction (:meth:`Store.run`), so the page can save each click
+as it happens. On SQLite the store uses WAL mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for
+writes (a writer takes the write lock up front instead of failing half-way on a stale
+snapshot) and a retry loop with jittered back-off for "database is locked": callers never see
+that error; after ``max_wait_s`` they get :class:`StoreBusyError` with a plain message.
+Any other SQLAlchemy URL works the same (no SQLite-only SQL is used).
+
+Timestamps are naive UTC. Everything returned is a plain ``dict`` (no live ORM objects), so
+results can cross threads and Streamlit reruns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    select,
+)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+__all__ = [
+    "AnnotationError",
+    "StoreBusyError",
+    "Store",
+    "Base",
+    "Campaign",
+    "Item",
+    "Annotation",
+    "FLAG_NAMES",
+    "UNSET",
+    "default_url",
+    "validate_annotator",
+    "normalize_flags",
+    "normalize_segments",
+    "campaign_dict",
+    "item_dict",
+    "annotation_dict",
+    "utcnow",
+]
+
+log = logging.getLogger(__name__)
+
+FLAG_NAMES = ("wrong", "repeated", "missing")  # per-record judgements, paper Tables 2 and 3
+_ANNOTATOR = re.compile(r"[A-Za-z0-9\-_.@]{1,64}")
+T = TypeVar("T")
+
+
+class AnnotationError(ValueError):
+    """Invalid annotation input (bad fluency, unknown item, bad file ...); the message says what."""
+
+
+class StoreBusyError(AnnotationError):
+    """The database stayed locked longer than ``Store.max_wait_s``; nothing was written."""
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()  # "leave this field as it is" in Store.save_annotation
+
+
+def utcnow() -> datetime:
+    """Naive UTC now (SQLite keeps no time zone; every timestamp in the store is UTC)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# ORM models
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Campaign(Base):
+    """One human-evaluation campaign; ``config`` holds the sampling rule, its seed and the systems."""
+
+    __tablename__ = "campaign"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    dataset: Mapped[str] = mapped_column(String(50))
+    split: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    config: Mapped[dict] = mapped_column(JSON)
+    items: Mapped[list[Item]] = relationship(back_populates="campaign", order_by="Item.id")
+
+
+class Item(Base):
+    """One (input, system output) pair. ``system`` is never shown to annotators (blinding);
+    ``auto`` holds the automatic checker's verdicts, in the same shape as human ``flags``."""
+
+    __tablename__ = "item"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), index=True)
+    input_id: Mapped[str] = mapped_column(String(200))
+    records: Mapped[list] = mapped_column(JSON)  # [Record.to_json(), ...]
+    K: Mapped[int] = mapped_column(Integer)  # number of records
+    system: Mapped[str] = mapped_column(String(200))
+    output: Mapped[str] = mapped_column(Text)
+    auto: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    segments: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # {"tokens", "segments"}
+    campaign: Mapped[Campaign] = relationship(back_populates="items")
+
+
+class Annotation(Base):
+    """One annotator's judgement of one item; at most one row per (item, annotator)."""
+
+    __tablename__ = "annotation"
+    __table_args__ = (UniqueConstraint("item_id", "annotator", name="uq_annotation_item_annotator"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("item.id"), index=True)
+    annotator: Mapped[str] = mapped_column(String(64), index=True)
+    fluency: Mapped[int | None] = mapped_column(Integer, nullable=True)  # 1..5, None = not yet rated
+    flags: Mapped[dict] = mapped_column(JSON)  # {"k": {"wrong", "repeated", "missing"}}, only flagged k
+    extra_wrong: Mapped[int] = mapped_column(Integer, default=0)  # wrong facts outside all records
+    prefilled: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # auto pre-fill as shown
+    comment: Mapped[str] = mapped_column(Text, default="")
+    corrected_alignment: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    skipped: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation and conversion helpers
+
+
+def validate_annotator(annotator: str) -> str:
+    """Return the annotator id, or raise: 1–64 characters of letters, digits and ``-_.@``."""
+    if not isinstance(annotator, str) or not annotator.strip():
+        raise AnnotationError("annotator id is empty; enter a name or e-mail address")
+    if not _ANNOTATOR.fullmatch(annotator):
+        raise AnnotationError(
+            f"annotator id {annotator!r} is not allowed: use 1-64 letters, digits or - _ . @ (no spaces)"
+        )
+    return annotator
+
+
+def _flag_set(value: Any, where: str) -> dict[str, bool]:
+    """One record's judgements -> ``{"wrong": b, "repeated": b, "missing": b}``.
+
+    Accepts a mapping (unknown keys are an error), an object with those attributes (e.g. a
+    dataclass from the automatic checker), or a status string ``ok|realised|wrong|repeated|missing``.
+    """
+    if isinstance(value, str):
+        status = value.strip().lower()
+        if status in ("ok", "realised", "realized", ""):
+            return dict.fromkeys(FLAG_NAMES, False)
+        if status not in FLAG_NAMES:
+            raise AnnotationError(f"{where}: unknown status {value!r} (use one of {', '.join(FLAG_NAMES)})")
+        return {f: f == status for f in FLAG_NAMES}
+    if isinstance(value, Mapping):
+        unknown = set(value) - set(FLAG_NAMES)
+        if unknown:
+            raise AnnotationError(f"{where}: unknown flag(s) {sorted(unknown)} (use {', '.join(FLAG_NAMES)})")
+        return {f: bool(value.get(f, False)) for f in FLAG_NAMES}
+    if all(hasattr(value, f) for f in FLAG_NAMES):
+        return {f: bool(getattr(value, f)) for f in FLAG_NAMES}
+    raise AnnotationError(f"{where}: expected a mapping of {FLAG_NAMES}, got {type(value).__name__}")
+
+
+def normalize_flags(flags: Any, K: int, what: str = "flags") -> dict[str, dict[str, bool]]:
+    """Validate per-record flags against ``K`` records and return the canonical form.
+
+    Input: a mapping ``{record_index: flags}`` (int or digit-string keys) or a sequence with one
+    entry per record. Output: ``{"k": {"wrong", "repeated", "missing"}}`` with string keys (JSON)
+    holding only records with at least one flag set, so equal judgements compare equal.
+    """
+    if flags is None:
+        return {}
+    if isinstance(flags, Mapping):
+        pairs = list(flags.items())
+    elif isinstance(flags, list | tuple):
+        if len(flags) != K:
+            raise AnnotationError(f"{what}: {len(flags)} entries for {K} records")
+        pairs = list(enumerate(flags))
+    else:
+        raise AnnotationError(f"{what}: expected a mapping record_index -> flags, got {type(flags).__name__}")
+    out: dict[str, dict[str, bool]] = {}
+    for key, value in pairs:
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            raise AnnotationError(f"{what}: record index {key!r} is not an integer") from None
+        if isinstance(key, float | bool) or not 0 <= k < K:
+            raise AnnotationError(f"{what}: record index {key!r} does not exist (this input has {K} records: 0..{K - 1})")
+        fs = _flag_set(value, f"{what}[{k}]")
+        if any(fs.values()):
+            out[str(k)] = fs
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def normalize_segments(segments: Any, K: int, what: str = "segments") -> dict | None:
+    """Validate an alignment ``{"tokens": [...], "segments": [[start, end, record_index|None], ...]}``.
+
+    ``start``/``end`` are token offsets (end exclusive), ``record_index`` in ``0..K-1`` or None for
+    the null record. Returns a JSON-ready copy (lists, not tuples) or None.
+    """
+    if segments is None:
+        return None
+    if not isinstance(segments, Mapping) or "tokens" not in segments or "segments" not in segments:
+        raise AnnotationError(f"{what}: expected {{'tokens': [...], 'segments': [[start, end, record|None], ...]}}")
+    tokens = [str(t) for t in segments["tokens"]]
+    out = []
+    for i, seg in enumerate(segments["segments"]):
+        if len(seg) != 3:
+            raise AnnotationError(f"{what}: segment {i} must be [start, end, record_index|None]")
+        start, end, rec = seg
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(tokens)):
+            raise AnnotationError(f"{what}: segment {i} [{start}, {end}) is outside the {len(tokens)} tokens")
+        if rec is not None and not (isinstance(rec, int) and 0 <= rec < K):
+            raise AnnotationError(f"{what}: segment {i} points to record {rec!r}; this input has {K} records")
+        out.append([start, end, rec])
+    return {"tokens": tokens, "segments": out}
+
+
+def _validate_fluency(fluency: Any) -> int | None:
+    if fluency is None:
+        return None
+    if isinstance(fluency, bool) or not isinstance(fluency, int | float) or fluency != int(fluency):
+        raise AnnotationError(f"fluency must be a whole number from 1 to 5, got {fluency!r}")
+    if not 1 <= int(fluency) <= 5:
+        raise AnnotationError(f"fluency must be from 1 to 5, got {fluency!r}")
+    return int(fluency)
+
+
+def _validate_extra_wrong(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise AnnotationError(f"extra_wrong (wrong facts outside the records) must be a count >= 0, got {n!r}")
+    return n
+
+
+def _item_values(spec: Mapping[str, Any], where: str) -> dict:
+    """Validated column values of a new item: K matches the records; auto and segments canonical."""
+    fields = {k: v for k, v in spec.items() if k != "annotations"}
+    unknown = set(fields) - {"input_id", "records", "K", "system", "output", "auto", "segments"}
+    if unknown:
+        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}")
+    K = fields["K"]
+    if K != len(fields["records"]):
+        raise AnnotationError(f"{where}: K={K} but {len(fields['records'])} records")
+    fields["auto"] = None if fields.get("auto") is None else normalize_flags(fields["auto"], K, f"{where}: auto")
+    fields["segments"] = normalize_segments(fields.get("segments"), K, f"{where}: segments")
+    return fields
+
+
+def _annotation_values(a: Mapping[str, Any], K: int) -> dict:
+    """Validated column values of a stored annotation (import path; all fields required)."""
+    now = utcnow()
+    return {"annotator": validate_annotator(a["annotator"]),
+            "fluency": _validate_fluency(a.get("fluency")),
+            "flags": normalize_flags(a.get("flags") or {}, K),
+            "extra_wrong": _validate_extra_wrong(a.get("extra_wrong", 0)),
+            "prefilled": None if a.get("prefilled") is None else normalize_flags(a["prefilled"], K, "prefilled"),
+            "comment": str(a.get("comment") or ""),
+            "corrected_alignment": normalize_segments(a.get("corrected_alignment"), K, "corrected_alignment"),
+            "skipped": bool(a.get("skipped", False)),
+            "created_at": a.get("created_at") or now, "updated_at": a.get("updated_at") or now}
+
+
+def campaign_dict(c: Campaign) -> dict:
+    return {"id": c.id, "name": c.name, "dataset": c.dataset, "split": c.split,
+            "created_at": c.created_at, "config": c.config}
+
+
+def item_dict(it: Item) -> dict:
+    """Full item, *including* ``system`` and ``auto``: for analysis and export, never for annotators."""
+    return {"id": it.id, "campaign_id": it.campaign_id, "input_id": it.input_id, "records": it.records,
+            "K": it.K, "system": it.system, "output": it.output, "auto": it.auto, "segments": it.segments}
+
+
+def annotation_dict(a: Annotation) -> dict:
+    return {"id": a.id, "item_id": a.item_id, "annotator": a.annotator, "fluency": a.fluency,
+            "flags": a.flags, "extra_wrong": a.extra_wrong, "prefilled": a.prefilled,
+            "comment": a.comment, "corrected_alignment": a.corrected_alignment, "skipped": a.skipped,
+            "created_at": a.created_at, "updated_at": a.updated_at}
+
+
+# ---------------------------------------------------------------------------------------------
+# Store
+
+
+def default_url() -> str:
+    """``$SEGVIZ_ANNOTATE_DB`` (a SQLAlchemy URL), else ``$SEGVIZ_DATA_HOME/annotations.sqlite``,
+    else ``./data/annotations.sqlite``."""
+    url = os.environ.get("SEGVIZ_ANNOTATE_DB")
+    if url:
+        return url
+    home = Path(os.environ.get("SEGVIZ_DATA_HOME") or "data")
+    return f"sqlite:///{(home / 'annotations.sqlite').as_posix()}"
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    msg = str(getattr(exc, "orig", exc)).lower()
+    return any(s in msg for s in ("database is locked", "database table is locked", "database is busy",
+                                  "deadlock", "could not serialize", "lock wait timeout"))
+
+
+class Store:
+    """Annotation database behind one SQLAlchemy engine.
+
+    ``Store()`` opens :func:`default_url`; ``Store("sqlite:///path.sqlite")`` or any other URL
+    works the same. Tables are created if missing. Safe to use from several threads; several
+    ``Store`` objects (processes, browser tabs) may share one SQLite file.
+    """
+
+    def __init__(self, url: str | None = None, *, busy_timeout_ms: int = 5_000, max_wait_s: float = 60.0,
+                 echo: bool = False) -> None:
+        self.url = url or default_url()
+        self.max_wait_s = max_wait_s  # give up retrying "database is locked" after this long
+        u = make_url(self.url)
+        self.is_sqlite = u.get_backend_name() == "sqlite"
+        if self.is_sqlite and u.database and u.database != ":memory:":
+            Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
+        self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.is_sqlite:
+            self._setup_sqlite(busy_timeout_ms)
+        self.run(lambda s: Base.metadata.create_all(s.connection()), write=True)
+        log.debug("annotation store at %s", self.url)
+
+    def _setup_sqlite(self, busy_timeout_ms: int) -> None:
+        """WAL + busy_timeout on every connection; we emit BEGIN ourselves (driver's is lazy)."""
+
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # driver autocommit; the "begin" hook below starts txns
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cur.execute("PRAGMA foreign_keys = ON")
+            try:
+                cur.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+                cur.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; cheap commits
+            except Exception as exc:  # another connection holds the lock while switching: harmless
+                log.debug("could not set WAL on this connection: %s", exc)
+            cur.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            write = conn.get_execution_options().get("segviz_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def run(self, fn: Callable[[Session], T], *, write: bool = True) -> T:
+        """Run ``fn(session)`` in one transaction and commit; retry the whole thing on lock errors.
+
+        ``fn`` must be safe to repeat (it is re-run from scratch after a rollback). An
+        ``IntegrityError`` is retried once too (two tabs inserting the same row at once: the
+        second attempt sees the first one's row).
+        """
+        bind = self.engine.execution_options(segviz_write=write)
+        deadline = time.monotonic() + self.max_wait_s
+        attempt = 0
+        integrity_retried = False
+        while True:
+            attempt += 1
+            try:
+                with Session(bind, expire_on_commit=False) as session, session.begin():
+                    return fn(session)
+            except OperationalError as exc:
+                if not _is_lock_error(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    log.error("database still locked after %d attempts", attempt)
+                    raise StoreBusyError("the annotation database is busy; your last change was not "
+                                         "saved, please try again in a moment") from None
+                delay = min(0.5, 0.005 * 2 ** min(attempt, 8)) * (0.5 + random.random())
+                log.debug("database locked (attempt %d); retrying in %.3f s", attempt, delay)
+                time.sleep(delay)
+            except IntegrityError:
+                if integrity_retried:
+                    raise
+                integrity_retried = True
+
+    def dispose(self) -> None:
+        """Close all pooled connections (the file can then be moved or reopened)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+    # -- campaigns and items -----------------------------------------------------------------
+
+    @staticmethod
+    def _campaign(session: Session, campaign: str | int) -> Campaign:
+        if isinstance(campaign, int):
+            c = session.get(Campaign, campaign)
+        else:
+            c = session.scalars(select(Campaign).where(Campaign.name == campaign)).one_or_none()
+        if c is None:
+            raise AnnotationError(f"unknown campaign {campaign!r}")
+        return c
+
+    def add_campaign(self, name: str, dataset: str, split: str, config: dict, items: list[dict],
+                     created_at: datetime | None = None) -> dict:
+        """Insert a campaign and its items in one transaction; a taken name is an error.
+
+        ``items``: dicts with ``input_id, records, K, system, output`` and optional ``auto``,
+        ``segments`` and ``annotations`` (dicts as :func:`annotation_dict` returns, used by
+        import; validated like :meth:`save_annotation`). Returns the campaign dict.
+        """
+        if not name or not name.strip():
+            raise AnnotationError("campaign name is empty")
+
+        def fn(s: Session) -> dict:
+            if s.scalars(select(Campaign.id).where(Campaign.name == name)).first() is not None:
+                raise AnnotationError(f"a campaign named {name!r} already exists; choose another name")
+            c = Campaign(name=name, dataset=dataset, split=split, config=config,
+                         created_at=created_at or utcnow())
+            s.add(c)
+            s.flush()
+            for n, spec in enumerate(items):
+                it = Item(campaign_id=c.id, **_item_values(spec, f"item {n}"))
+                s.add(it)
+                anns = spec.get("annotations") or []
+                if anns:
+                    s.flush()
+                    seen: set[str] = set()
+                    for a in anns:
+                        if a["annotator"] in seen:
+                            raise AnnotationError(f"item {n}: annotator {a['annotator']!r} appears twice")
+                        seen.add(a["annotator"])
+                        try:
+                            values = _annotation_values(a, it.K)
+                        except AnnotationError as exc:
+                            raise AnnotationError(f"item {n}, annotator {a.get('annotator')!r}: {exc}") from None
+                        s.add(Annotation(item_id=it.id, **values))
+            return campaign_dict(c)
+
+        out = self.run(fn)
+        log.info("campaign %r created with %d items", name, len(items))
+        return out
+
+    def campaign(self, campaign: str | int) -> dict:
+        """The campaign by name or id (raises :class:`AnnotationError` if unknown)."""
+        return self.run(lambda s: campaign_dict(self._campaign(s, campaign)), write=False)
+
+    def campaigns(self) -> list[dict]:
+        return self.run(lambda s: [campaign_dict(c) for c in s.scalars(select(Campaign).order_by(Campaign.id))],
+                        write=False)
+
+    def items(self, campaign: str | int) -> list[dict]:
+        """All items of a campaign in id order, with system and auto verdicts (not for annotators)."""
+
+        def fn(s: Session) -> list[dict]:
+            c = self._campaign(s, campaign)
+            return [item_dict(it) for it in s.scalars(select(Item).where(Item.campaign_id == c.id).order_by(Item.id))]
+
+        return self.run(fn, write=False)
+
+    def item(self, item_id: int) -> dict:
+        def fn(s: Session) -> dict:
+            it = s.get(Item, item_id)
+            if it is None:
+                raise AnnotationError(f"unknown item {item_id!r}")
+            return item_dict(it)
+
+        return self.run(fn, write=False)
+
+    # -- annotations -------------------------------------------------------------------------
+
+    def save_annotation(self, item_id: int, annotator: str, *, fluency: Any = UNSET, flags: Any = UNSET,
+                        extra_wrong: Any = UNSET, prefilled: Any = UNSET, comment: Any = UNSET,
+                        corrected_alignment: Any = UNSET, skipped: Any = UNSET) -> dict:
+        """Upsert the (item, annotator) annotation in its own transaction; returns the saved row.
+
+        Only the fields passed change (``UNSET`` = keep), so the page can save each widget as it
+        changes; passing ``None`` clears fluency / prefilled / corrected_alignment. The last
+        write wins, also when the same annotator id is open in two tabs.
+        """
+        validate_annotator(annotator)
+        fluency = fluency if fluency is UNSET else _validate_fluency(fluency)
+        extra_wrong = extra_wrong if extra_wrong is UNSET else _validate_extra_wrong(extra_wrong)
+        if comment is not UNSET:
+            comment = "" if comment is None else str(comment)
+        if skipped is not UNSET:
+            skipped = bool(skipped)
+
+        def fn(s: Session) -> dict:
+            it = s.get(Item, item_id)
+            if it is None:
+                raise AnnotationError(f"unknown item {item_id!r}")
+            values = {"fluency": fluency, "extra_wrong": extra_wrong, "comment": comment, "skipped": skipped,
+                      "flags": flags if flags is UNSET else normalize_flags(flags, it.K),
+                      "prefilled": prefilled if prefilled is UNSET or prefilled is None
+                      else normalize_flags(prefilled, it.K, "prefilled"),
+                      "corrected_alignment": corrected_alignment if corrected_alignment is UNSET
+                      else normalize_segments(corrected_alignment, it.K, "corrected_alignment")}
+            a = s.scalars(select(Annotation).where(Annotation.item_id == item_id,
+                                                   Annotation.annotator == annotator)).one_or_none()
+            now = utcnow()
+            if a is None:
+                a = Annotation(item_id=item_id, annotator=annotator, fluency=None, flags={}, extra_wrong=0,
+                               prefilled=None, comment="", corrected_alignment=None, skipped=False,
+                               created_at=now)
+                s.add(a)
+            for key, value in values.items():
+                if value is not UNSET:
+                    setattr(a, key, value)
+            a.updated_at = now
+            s.flush()
+            return annotation_dict(a)
+
+        return self.run(fn)
+
+    def annotation(self, item_id: int, annotator: str) -> dict | None:
+        """The (item, annotator) annotation, or None."""
+
+        def fn(s: Session) -> dict | None:
+            a = s.scalars(select(Annotation).where(Annotation.item_id == item_id,
+                                                   Annotation.annotator == annotator)).one_or_none()
+            return None if a is None else annotation_dict(a)
+
+        return self.run(fn, write=False)
+
+    def annotations(self, campaign: str | int, annotator: str | None = None) -> list[dict]:
+        """All annotations of a campaign (optionally one annotator's), ordered by item then annotator."""
+
+        def fn(s: Session) -> list[dict]:
+            c = self._campaign(s, campaign)
+            q = select(Annotation).join(Item).where(Item.campaign_id == c.id)
+            if annotator is not None:
+                q = q.where(Annotation.annotator == annotator)
+            q = q.order_by(Annotation.item_id, Annotation.annotator)
+            return [annotation_dict(a) for a in s.scalars(q)]
+
+        return self.run(fn, write=False)

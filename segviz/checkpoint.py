@@ -1,0 +1,192 @@
+"""Checkpoints: a directory with safetensors weights and JSON config, vocab, history, metrics.
+
+Layout::
+
+    DIR/model.safetensors   weights (best validation loss so far)
+    DIR/config.json         {"model": ModelConfig, "train": TrainConfig fields, "dataset": ...}
+    DIR/vocab.json          the vocabulary (list of words, ids are positions)
+    DIR/history.json        one entry per epoch (loss, validation loss, E[#seg] vs K, time)
+    DIR/metrics.json        dev-set scores, written by the evaluation (optional)
+    DIR/last/               resume state: weights + optimizer of the last finished epoch
+
+Nothing is ever unpickled: a corrupted or foreign file raises :class:`CheckpointError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from segviz.data import Vocab
+from segviz.model import ModelConfig, PGModel, SegmentModel, build_model
+
+log = logging.getLogger(__name__)
+
+FORMAT = "segviz-checkpoint/1"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint directory is missing, corrupted or not a segviz checkpoint."""
+
+
+@dataclass
+class Checkpoint:
+    model: SegmentModel | PGModel
+    vocab: Vocab
+    config: dict  # as stored: {"format", "dataset", "model": {...}, "train": {...}}
+    history: list[dict] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def model_config(self) -> ModelConfig:
+        return self.model.cfg
+
+    @property
+    def dataset(self) -> str:
+        return self.config.get("dataset", "e2e")
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else f"{self.dataset}-{self.model_config.kind}"
+
+
+def _write_json(path: Path, obj) -> None:
+    """Atomic write: a crash never leaves half a JSON file behind."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False))
+    os.replace(tmp, path)
+
+
+def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    tmp = path.with_suffix(".tmp")
+    save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(tmp))
+    os.replace(tmp, path)
+
+
+def save(
+    path: Path | str,
+    model: SegmentModel | PGModel,
+    vocab: Vocab,
+    dataset: str,
+    train_config: dict | None = None,
+    history: list[dict] | None = None,
+) -> None:
+    """Write weights, config, vocab and history into ``path`` (created if needed)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    _save_tensors(path / "model.safetensors", model.state_dict())
+    config = {"format": FORMAT, "dataset": dataset, "model": model.cfg.to_json(), "train": train_config or {}}
+    _write_json(path / "config.json", config)
+    _write_json(path / "vocab.json", vocab.to_json())
+    _write_json(path / "history.json", history or [])
+
+
+def write_history(path: Path | str, history: list[dict]) -> None:
+    _write_json(Path(path) / "history.json", history)
+
+
+def write_metrics(path: Path | str, metrics: dict) -> None:
+    _write_json(Path(path) / "metrics.json", metrics)
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path.parent}: no {path.name} ({what}); not a segviz checkpoint") from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path}: corrupted {what} ({e})") from e
+
+
+def load_weights(model: torch.nn.Module, file: Path) -> None:
+    """Load safetensors weights into ``model``, checking names and shapes."""
+    try:
+        tensors = load_file(str(file))
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{file.parent}: no {file.name}") from e
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{file}: not a readable safetensors file ({e})") from e
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    extra = sorted(set(tensors) - set(expected))
+    if missing or extra:
+        raise CheckpointError(f"{file}: weights do not match the config (missing {missing[:3]}, unexpected {extra[:3]})")
+    for k, v in tensors.items():
+        if v.shape != expected[k].shape:
+            raise CheckpointError(f"{file}: tensor {k} has shape {tuple(v.shape)}, config wants {tuple(expected[k].shape)}")
+    model.load_state_dict(tensors)
+
+
+def load(path: Path | str) -> Checkpoint:
+    """Rebuild the model from a checkpoint directory alone (eval mode, CPU)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: checkpoint directory not found")
+    config = _read_json(path / "config.json", "config")
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise CheckpointError(f"{path}/config.json: not a {FORMAT} config")
+    try:
+        mcfg = ModelConfig.from_json(config["model"])
+        vocab = Vocab.from_json(_read_json(path / "vocab.json", "vocabulary"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: invalid config or vocabulary ({e})") from e
+    if len(vocab) != mcfg.vocab_size:
+        raise CheckpointError(f"{path}: vocabulary has {len(vocab)} words, config says {mcfg.vocab_size}")
+    model = build_model(mcfg)
+    load_weights(model, path / "model.safetensors")
+    model.eval()
+    history = _read_json(path / "history.json", "history") if (path / "history.json").exists() else []
+    metrics = _read_json(path / "metrics.json", "metrics") if (path / "metrics.json").exists() else {}
+    return Checkpoint(model, vocab, config, history, metrics, path)
+
+
+# ----- resume state ---------------------------------------------------------------------------
+
+
+def save_resume(path: Path | str, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """Weights + Adam moments + loop state of the last finished epoch into ``path/last``."""
+    last = Path(path) / "last"
+    last.mkdir(parents=True, exist_ok=True)
+    _save_tensors(last / "model.safetensors", model.state_dict())
+    opt = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for pid, st in opt["state"].items():
+        for k, v in st.items():
+            if torch.is_tensor(v) and v.dim() > 0:
+                tensors[f"{pid}.{k}"] = v
+            else:
+                scalars[f"{pid}.{k}"] = float(v)
+    _save_tensors(last / "optimizer.safetensors", tensors or {"_empty": torch.zeros(1)})
+    _write_json(last / "state.json", {**state, "opt_scalars": scalars, "param_groups": opt["param_groups"]})
+
+
+def load_resume(path: Path | str, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict | None:
+    """Restore :func:`save_resume`'s state; ``None`` when there is nothing to resume."""
+    last = Path(path) / "last"
+    if not (last / "state.json").exists():
+        return None
+    state = _read_json(last / "state.json", "resume state")
+    load_weights(model, last / "model.safetensors")
+    try:
+        tensors = load_file(str(last / "optimizer.safetensors"))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{last}/optimizer.safetensors: unreadable ({e})") from e
+    opt_state: dict[int, dict] = {}
+    for key, v in tensors.items():
+        if key == "_empty":
+            continue
+        pid, k = key.split(".", 1)
+        opt_state.setdefault(int(pid), {})[k] = v
+    for key, v in state.pop("opt_scalars").items():
+        pid, k = key.split(".", 1)
+        opt_state.setdefault(int(pid), {})[k] = torch.tensor(v)
+    optimizer.load_state_dict({"state": opt_state, "param_groups": state.pop("param_groups")})
+    return state

@@ -1,0 +1,159 @@
+"""Exact dynamic programs over segmentations and alignments (paper §4, eq. 5).
+
+Pure tensor code: sees only potentials, imports nothing of segviz.
+
+Notation (DESIGN §1): ``B`` examples, ``T`` target tokens, ``S = K + 1`` states (record 0 is the
+null record), ``L`` the maximum segment length. Tokens are 0-based here: token ``t`` is
+``y_{t+1}`` of the paper. Potentials, all log-probabilities:
+
+- ``log_init  (B, S)``       log p(c(s_1) = j)                       (start state, A = 0)
+- ``log_trans (B, T, S, S)`` ``[b, t, q, j]`` = log p(c(s_{o+1}) = j | c(s_o) = q, y_<=t)
+  for a boundary right after token ``t``                              (eq. 3)
+- ``log_emit  (B, T, S)``    ``[b, t, j]`` = log p(y_t | y_<t, r_j)   (generation probability)
+- ``log_end   (B, T, S)``    ``[b, t, j]`` = log p($ | y_<=t, r_j)    (end of segment)
+
+The score of a segment covering tokens ``p .. i-1`` (``p < i``, ``i - p <= L``) realising record
+``j`` is ``C[i, j] - C[p, j] + log_end[i-1, j]`` with ``C = cumsum(log_emit)`` (``C[0] = 0``).
+
+Forward, log space (eq. 5), with ``i`` and ``p`` counting consumed tokens:
+
+    beta[0, j]  = log_init[j]
+    alpha[i, j] = logsumexp_{l=1..min(L,i)} beta[i-l, j] + S(i-l .. i-1, j)
+    beta[p, j]  = logsumexp_q alpha[p, q] + log_trans[p-1, q, j]
+    log p(y | X) = logsumexp_j alpha[T, j]
+
+Impossible entries should be ``NEG`` (a finite log-zero) rather than ``-inf``, so that
+``-inf - -inf`` never reaches the gradients.
+
+The expected number of segments (paper eq. 6, ``E[tau_s]``) is computed alongside the forward
+pass with the expectation semiring: ``mu[i, j]`` is the expected number of segments of a path
+ending with a segment in state ``j`` at ``i``, given that event; a test proves it equal to
+``d log Z / d lambda`` where ``lambda`` is added to every segment score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NEG = -1e9  # finite log-zero
+
+__all__ = ["NEG", "forward", "viterbi", "ForwardResult", "Segment", "segment_score_table"]
+
+
+@dataclass
+class ForwardResult:
+    log_z: torch.Tensor  # (B,) log p(y | X)
+    expected_segments: torch.Tensor  # (B,) E[#segments | y, X]
+
+
+Segment = tuple[int, int, int]  # (start, end, state): tokens start..end-1 realise state
+
+
+def segment_score_table(log_emit: torch.Tensor, log_end: torch.Tensor) -> torch.Tensor:
+    """``C = cumsum(log_emit)`` with a leading zero row: ``(B, T, S) -> (B, T+1, S)``."""
+    B, T, S = log_emit.shape
+    zero = log_emit.new_zeros(B, 1, S)
+    return torch.cat([zero, log_emit.cumsum(1)], dim=1)
+
+
+def forward(
+    log_init: torch.Tensor,
+    log_trans: torch.Tensor,
+    log_emit: torch.Tensor,
+    log_end: torch.Tensor,
+    lengths: torch.Tensor,
+    L: int,
+    lam: torch.Tensor | float = 0.0,
+) -> ForwardResult:
+    """Log-space forward algorithm (eq. 5) and expected #segments, batched.
+
+    ``lengths (B,)`` are the target lengths; ``alpha`` is read at each example's own length,
+    so padding after it never matters. ``lam`` (scalar or ``(B,)``) is added to every segment
+    score; its derivative of ``log_z`` is the expected number of segments (tests use this).
+    Cost ``O(T·L·S + T·S²)`` per example.
+    """
+    B, T, S = log_emit.shape
+    C = segment_score_table(log_emit, log_end)  # (B, T+1, S)
+    lam = torch.as_tensor(lam, dtype=log_emit.dtype)
+    lam = lam.reshape(-1, 1, 1) if lam.dim() else lam  # (B, 1, 1) or scalar
+    betas = [log_init]  # beta[p], (B, S)
+    nus = [torch.zeros_like(log_init)]  # E[#segments before p | beta[p, j]]
+    alphas: list[torch.Tensor] = []  # alpha[i] for i = 1..T
+    mus: list[torch.Tensor] = []
+    for i in range(1, T + 1):
+        lo = max(0, i - L)
+        beta_win = torch.stack(betas[lo:i], dim=1)  # (B, l, S) for p = lo..i-1
+        nu_win = torch.stack(nus[lo:i], dim=1)  # (B, l, S)
+        seg = C[:, i : i + 1] - C[:, lo:i] + log_end[:, i - 1 : i] + lam  # (B, l, S)
+        x = beta_win + seg
+        alpha = torch.logsumexp(x, dim=1)  # (B, S)
+        mu = (torch.softmax(x, dim=1) * (nu_win + 1.0)).sum(1)  # (B, S)
+        alphas.append(alpha)
+        mus.append(mu)
+        if i < T:
+            y = alpha.unsqueeze(2) + log_trans[:, i - 1]  # (B, S_q, S_j)
+            betas.append(torch.logsumexp(y, dim=1))
+            nus.append((torch.softmax(y, dim=1) * mu.unsqueeze(2)).sum(1))
+    alpha_all = torch.stack(alphas, dim=1)  # (B, T, S)
+    mu_all = torch.stack(mus, dim=1)
+    idx = (lengths - 1).clamp(min=0).view(B, 1, 1).expand(B, 1, S)
+    alpha_T = alpha_all.gather(1, idx).squeeze(1)  # (B, S)
+    mu_T = mu_all.gather(1, idx).squeeze(1)
+    log_z = torch.logsumexp(alpha_T, dim=1)
+    expected = (torch.softmax(alpha_T, dim=1) * mu_T).sum(1)
+    return ForwardResult(log_z, expected)
+
+
+@torch.no_grad()
+def viterbi(
+    log_init: torch.Tensor,
+    log_trans: torch.Tensor,
+    log_emit: torch.Tensor,
+    log_end: torch.Tensor,
+    lengths: torch.Tensor,
+    L: int,
+) -> tuple[torch.Tensor, list[list[Segment]]]:
+    """Best segmentation and alignment (max-plus version of :func:`forward`).
+
+    Returns ``(best_score (B,), paths)``; ``paths[b]`` is a list of ``(start, end, state)``
+    covering tokens ``0 .. lengths[b]-1`` in order.
+    """
+    B, T, S = log_emit.shape
+    C = segment_score_table(log_emit, log_end)
+    betas = [log_init]
+    back_l: list[torch.Tensor] = []  # (B, S): best segment length ending at i in state j
+    back_q: list[torch.Tensor] = [torch.zeros(B, S, dtype=torch.long)]  # best previous state
+    alphas = []
+    for i in range(1, T + 1):
+        lo = max(0, i - L)
+        beta_win = torch.stack(betas[lo:i], dim=1)  # (B, l, S)
+        x = beta_win + C[:, i : i + 1] - C[:, lo:i] + log_end[:, i - 1 : i]
+        alpha, arg = x.max(dim=1)  # arg indexes p = lo + arg
+        back_l.append(i - (lo + arg))
+        alphas.append(alpha)
+        if i < T:
+            beta, q = (alpha.unsqueeze(2) + log_trans[:, i - 1]).max(dim=1)
+            betas.append(beta)
+            back_q.append(q)
+    best = torch.empty(B, dtype=log_emit.dtype)
+    paths = []
+    for b in range(B):
+        i = int(lengths[b])
+        if i == 0:
+            best[b] = 0.0
+            paths.append([])
+            continue
+        score, j = alphas[i - 1][b].max(0)
+        best[b] = score
+        j = int(j)
+        path: list[Segment] = []
+        while i > 0:
+            p = i - int(back_l[i - 1][b, j])
+            path.append((p, i, j))
+            if p > 0:
+                j = int(back_q[p][b, j])
+            i = p
+        paths.append(path[::-1])
+    return best, paths

@@ -1,0 +1,417 @@
+"""The segment model of Shen et al. (2020, §4) and the pointer-generator (PG) baseline.
+
+Letters follow the paper and DESIGN §1: ``B`` batch, ``N`` source tokens, ``T`` target tokens,
+``S = K + 1`` states (record 0 is the null record ``r_0``), ``V`` vocabulary, ``H`` hidden size,
+``E`` embedding size.
+
+Both models share the :class:`Encoder` (a Bi-LSTM over the flattened record tokens). The segment
+model's decoder is a plain LSTM over the target words (no input feeding, the end-of-segment
+symbol ``$`` never fed back), so every potential of the dynamic program is computed for all
+``(t, k)`` in one batched pass and :mod:`segviz.dp` marginalises over segmentations exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from segviz import dp
+from segviz.data import EOSEG_ID, Batch
+
+NEG = dp.NEG
+MODEL_KINDS = ("seg", "pg")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and loss settings; stored in every checkpoint."""
+
+    kind: str = "seg"  # "seg" (segment model) or "pg" (pointer-generator baseline)
+    vocab_size: int = 1000  # V, set from the vocabulary
+    emb_dim: int = 100  # E, word embeddings (paper: 100)
+    hidden: int = 256  # H, decoder size; the Bi-LSTM encoder has H/2 per direction (paper: 512 E2E)
+    dropout: float = 0.3  # on embeddings and LSTM outputs (paper: 0.3)
+    max_seg_len: int = 8  # L, longest segment in tokens ("customer rating of 5 out of 5" is 7)
+    reg_weight: float = 1.0  # w, weight of the granularity regulariser (eq. 6); 0 disables it
+    reg_gamma: float = 1.0  # gamma, tolerance of |E[#seg] - eta| (paper: 1), eta = K
+
+    @classmethod
+    def from_json(cls, d: dict) -> ModelConfig:
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
+        return cls(**d)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class Encoder(nn.Module):
+    """Embeddings + Bi-LSTM over the record tokens: ``h_i`` for every source token."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.emb = nn.Embedding(cfg.vocab_size, cfg.emb_dim, padding_idx=0)
+        self.rnn = nn.LSTM(cfg.emb_dim, cfg.hidden // 2, batch_first=True, bidirectional=True)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.init_h = nn.Linear(cfg.hidden, cfg.hidden)
+        self.init_c = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor):
+        """``src (B, N)`` -> ``x (B, N, E)`` embeddings, ``h (B, N, H)``, decoder init ``(h0, c0)``
+        each ``(B, H)`` from the mean of ``h`` over the valid tokens."""
+        x = self.drop(self.emb(src))  # (B, N, E)
+        packed = pack_padded_sequence(x, src_len.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.rnn(packed)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, N, H)
+        valid = (torch.arange(src.size(1)) < src_len.unsqueeze(1)).unsqueeze(2)  # (B, N, 1)
+        mean = (h * valid).sum(1) / valid.sum(1).clamp(min=1)  # (B, H)
+        h = self.drop(h)
+        return x, h, (torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean)))
+
+
+def extended_scatter(
+    log_pvocab: torch.Tensor, logit_gen: torch.Tensor, alpha: torch.Tensor, src_ext: torch.Tensor, n_oov: int
+) -> torch.Tensor:
+    """Pointer-generator mixture over the extended vocabulary (See et al., 2017).
+
+    ``p(w) = p_gen p_vocab(w) + (1 - p_gen) sum_{i: x_i = w} alpha_i``
+
+    log_pvocab (M, V), logit_gen (M,), alpha (M, N), src_ext (M, N) -> log p (M, V + n_oov)
+    """
+    M, V = log_pvocab.shape
+    p_gen = torch.sigmoid(logit_gen).unsqueeze(1)  # (M, 1)
+    p = torch.zeros(M, V + n_oov, dtype=log_pvocab.dtype)
+    p[:, :V] = p_gen * log_pvocab.exp()
+    p = p.scatter_add(1, src_ext, (1 - p_gen) * alpha)
+    return p.clamp_min(1e-30).log()
+
+
+def mixture_logprob(
+    log_pv_y: torch.Tensor, logit_gen: torch.Tensor, copy_y: torch.Tensor
+) -> torch.Tensor:
+    """``log(p_gen p_vocab(y) + (1 - p_gen) copy(y))`` computed stably for gold words ``y``.
+
+    All arguments share one shape; ``copy_y`` is the attention mass on source copies of ``y``.
+    """
+    return torch.logaddexp(
+        F.logsigmoid(logit_gen) + log_pv_y, F.logsigmoid(-logit_gen) + copy_y.clamp_min(1e-30).log()
+    )
+
+
+@dataclass
+class SegEncoding:
+    """Everything the segment model's decoder reads from the input, per example.
+
+    h (B, N, H) token states; key (B, N, H) = W_a h; vproj (B, N, V) = W2 h (DESIGN tip);
+    f (B, S, E) record representations; member (B, S, N) token i belongs to record k;
+    has_tok (B, S); rec_mask (B, S); src_ext (B, N); state0 = (h0, c0) each (B, H).
+    """
+
+    h: torch.Tensor
+    key: torch.Tensor
+    vproj: torch.Tensor
+    f: torch.Tensor
+    member: torch.Tensor
+    has_tok: torch.Tensor
+    rec_mask: torch.Tensor
+    src_ext: torch.Tensor
+    state0: tuple[torch.Tensor, torch.Tensor]
+
+    def index(self, idx: torch.Tensor) -> SegEncoding:
+        """Select / repeat examples (for beam search): every tensor indexed on dim 0."""
+        return SegEncoding(
+            *(getattr(self, n).index_select(0, idx) for n in ("h", "key", "vproj", "f", "member", "has_tok", "rec_mask", "src_ext")),
+            state0=(self.state0[0].index_select(0, idx), self.state0[1].index_select(0, idx)),
+        )
+
+
+@dataclass
+class SegPotentials:
+    """Potentials of the dynamic program (shapes in :mod:`segviz.dp`) plus attention."""
+
+    log_init: torch.Tensor  # (B, S)
+    log_trans: torch.Tensor  # (B, T, S, S)
+    log_emit: torch.Tensor  # (B, T, S)
+    log_end: torch.Tensor  # (B, T, S)
+    alpha: torch.Tensor  # (B, T, S, N) attention of token t under record k
+
+
+class SegmentModel(nn.Module):
+    """Joint segmentation and correspondence model (paper §4)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        H, E, V = cfg.hidden, cfg.emb_dim, cfg.vocab_size
+        self.encoder = Encoder(cfg)
+        self.dec_emb = nn.Embedding(V, E, padding_idx=0)
+        self.decoder = nn.LSTM(E, H, batch_first=True)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.att = nn.Linear(H, H, bias=False)  # W_a: score(h_i, d_t) = d_t^T W_a h_i
+        self.out_d = nn.Linear(H, V)  # W1 d_t (+ bias)
+        self.out_a = nn.Linear(H, V, bias=False)  # W2 A_t
+        self.gen = nn.Linear(2 * H, 1)  # MLP_g([d_t; A_t])
+        self.trans_a = nn.Linear(H, E, bias=False)  # M (eq. 3)
+        self.trans_d = nn.Linear(H, E, bias=False)  # N (eq. 3)
+        self.f_null = nn.Parameter(torch.randn(E) * 0.1)  # f(r_0)
+
+    # ----- input side -------------------------------------------------------------------
+    def encode(self, batch: Batch) -> SegEncoding:
+        x, h, state0 = self.encoder(batch.src, batch.src_len)
+        S = batch.rec_mask.size(1)
+        valid = torch.arange(batch.src.size(1)) < batch.src_len.unsqueeze(1)  # (B, N)
+        member = (batch.src_rec.unsqueeze(1) == torch.arange(S).view(1, S, 1)) & valid.unsqueeze(1)
+        member[:, 0] = False  # the null record owns no tokens
+        # f(r_k): max-pool over the word embeddings of r_k (paper, after eq. 3); (B, S, E)
+        pooled = x.unsqueeze(1).masked_fill(~member.unsqueeze(3), NEG).max(2).values
+        has_tok = member.any(2)  # (B, S)
+        f = torch.where(has_tok.unsqueeze(2), pooled, torch.zeros_like(pooled))
+        f = torch.cat([self.f_null.expand(f.size(0), 1, -1), f[:, 1:]], dim=1)
+        return SegEncoding(
+            h=h,
+            key=self.att(h),
+            vproj=self.out_a(h),
+            f=f,
+            member=member,
+            has_tok=has_tok,
+            rec_mask=batch.rec_mask,
+            src_ext=batch.src_ext,
+            state0=state0,
+        )
+
+    def attention(self, enc: SegEncoding, d: torch.Tensor) -> torch.Tensor:
+        """Record-masked attention (paper §4, "Generation Probability").
+
+        ``d (B, T, H)`` -> ``alpha (B, T, S, N)``: a softmax over the tokens of record k only,
+        exactly 0 elsewhere; all zeros for the null record (its context is the zero vector).
+        """
+        scores = torch.einsum("bth,bnh->btn", d, enc.key).unsqueeze(2)  # (B, T, 1, N)
+        scores = scores.masked_fill(~enc.member.unsqueeze(1), NEG)  # (B, T, S, N)
+        alpha = torch.softmax(scores, dim=3)
+        return alpha * enc.has_tok.view(alpha.size(0), 1, -1, 1)
+
+    def generation(self, enc: SegEncoding, d: torch.Tensor):
+        """Pointer-generator head for every ``(t, k)``.
+
+        ``d (B, T, H)`` -> ``log p_vocab (B, T, S, V)``, ``logit p_gen (B, T, S)``,
+        ``alpha (B, T, S, N)``, ``A (B, T, S, H)``. ``p_vocab = softmax(W1 d_t + W2 A_t^k)``
+        with ``W2 A_t^k = sum_i alpha_{t,i} W2 h_i``; ``p_gen = sigma(MLP([d_t; A_t^k]))``, 1 for
+        the null record.
+        """
+        B, T, _ = d.shape
+        alpha = self.attention(enc, d)  # (B, T, S, N)
+        S, N = alpha.size(2), alpha.size(3)
+        flat = alpha.reshape(B, T * S, N)
+        A = torch.bmm(flat, enc.h).view(B, T, S, -1)  # (B, T, S, H)
+        logits = torch.bmm(flat, enc.vproj).view(B, T, S, -1) + self.out_d(d).unsqueeze(2)  # (B, T, S, V)
+        log_pv = torch.log_softmax(logits, dim=3)
+        logit_gen = self.gen(torch.cat([d.unsqueeze(2).expand(-1, -1, S, -1), A], dim=3)).squeeze(3)
+        logit_gen = logit_gen.masked_fill(~enc.has_tok.unsqueeze(1), 50.0)  # p_gen = 1 for r_0
+        return log_pv, logit_gen, alpha, A
+
+    def transition(self, enc: SegEncoding, A: torch.Tensor, d_next: torch.Tensor) -> torch.Tensor:
+        """log p(c(s_o) = j | c(s_{o-1}) = q, y_<=t) = log_softmax_j f(r_j)^T (M A_t^q + N d_{t+1})  (eq. 3).
+
+        ``A (B, T, S_q, H)`` the context of token t under each previous record q, ``d_next
+        (B, T, H)`` the decoder state that reads the next token -> ``(B, T, S_q, S_j)``, with
+        self-transitions (``j = q``, also for ``r_0``) and padded records masked.
+        """
+        B, T, S, _ = A.shape
+        u = self.trans_a(A) + self.trans_d(d_next).unsqueeze(2)  # (B, T, S_q, E)
+        scores = torch.bmm(u.view(B, T * S, -1), enc.f.transpose(1, 2)).view(B, T, S, S)
+        mask = ~enc.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool)
+        return torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
+
+    def transition_step(self, enc: SegEncoding, A: torch.Tensor, d_next: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """Eq. 3 for one boundary per hypothesis: ``A (M, H)``, ``d_next (M, H)``, ``q (M,)`` ->
+        ``(M, S)`` log-probabilities of the next record (``q`` itself and padding masked)."""
+        u = self.trans_a(A) + self.trans_d(d_next)  # (M, E)
+        scores = torch.einsum("me,mse->ms", u, enc.f)
+        mask = ~enc.rec_mask | F.one_hot(q, enc.f.size(1)).bool()
+        return torch.log_softmax(scores.masked_fill(mask, NEG), dim=1)
+
+    def initial(self, enc: SegEncoding, d0: torch.Tensor) -> torch.Tensor:
+        """Start distribution over records, from the start state (A = 0): ``(B, S)``."""
+        u = self.trans_d(d0)  # (B, E)
+        scores = torch.einsum("be,bse->bs", u, enc.f)
+        return torch.log_softmax(scores.masked_fill(~enc.rec_mask, NEG), dim=1)
+
+    # ----- training ------------------------------------------------------------------------
+    def decode_states(self, enc: SegEncoding, tgt_in: torch.Tensor) -> torch.Tensor:
+        """``d_t = LSTM(emb(y_{t-1}), d_{t-1})`` for all t: ``(B, T) -> (B, T, H)``."""
+        h0, c0 = enc.state0
+        d, _ = self.decoder(self.drop(self.dec_emb(tgt_in)), (h0.unsqueeze(0).contiguous(), c0.unsqueeze(0).contiguous()))
+        return self.drop(d)
+
+    def potentials(self, batch: Batch, enc: SegEncoding | None = None) -> SegPotentials:
+        """All potentials of the forward algorithm in one batched pass."""
+        enc = enc if enc is not None else self.encode(batch)
+        d = self.decode_states(enc, batch.tgt_in)  # (B, T, H)
+        B, T, _ = d.shape
+        log_pv, logit_gen, alpha, A = self.generation(enc, d)
+        S, V = log_pv.size(2), log_pv.size(3)
+        # emission g[b, t, k] = log p(y_t | y_<t, r_k)
+        y = batch.tgt  # (B, T) extended ids
+        in_vocab = y < V
+        log_pv_y = log_pv.gather(3, y.clamp(max=V - 1).view(B, T, 1, 1).expand(B, T, S, 1)).squeeze(3)
+        log_pv_y = log_pv_y.masked_fill(~in_vocab.unsqueeze(2), NEG)
+        match = (enc.src_ext.unsqueeze(1) == y.unsqueeze(2)).to(alpha.dtype)  # (B, T, N)
+        copy_y = torch.einsum("btsn,btn->bts", alpha, match)
+        log_emit = mixture_logprob(log_pv_y, logit_gen, copy_y)
+        # end of segment e[b, t, k] = log p($ | y_<=t, r_k), read from position t + 1
+        log_eos = F.logsigmoid(logit_gen) + log_pv[..., EOSEG_ID]  # (B, T, S)
+        log_end = torch.cat([log_eos[:, 1:], log_eos.new_zeros(B, 1, S)], dim=1)
+        last = torch.arange(T).unsqueeze(0) == (batch.tgt_len - 1).unsqueeze(1)  # (B, T)
+        log_end = log_end.masked_fill(last.unsqueeze(2), 0.0)  # the segment holding <eos> ends
+        # padded records can never be chosen
+        pad = ~batch.rec_mask.unsqueeze(1)
+        log_emit = log_emit.masked_fill(pad, NEG)
+        # transitions after token t read A_t^q and d_{t+1}
+        d_next = torch.cat([d[:, 1:], d.new_zeros(B, 1, d.size(2))], dim=1)  # (B, T, H)
+        log_trans = self.transition(enc, A, d_next)  # (B, T, S, S)
+        log_init = self.initial(enc, d[:, 0])
+        return SegPotentials(log_init, log_trans, log_emit, log_end, alpha)
+
+    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Paper eq. 6: ``-log p(y|X) + w max(|E[#seg] - K|, gamma)``, averaged over examples.
+
+        Returns the loss and stats: summed ``nll``, ``tokens``, mean ``exp_seg`` and ``K``.
+        """
+        pot = self.potentials(batch)
+        res = dp.forward(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len)
+        nll = -res.log_z  # (B,)
+        K = batch.n_rec.to(nll.dtype)
+        reg = torch.clamp((res.expected_segments - K).abs(), min=self.cfg.reg_gamma)
+        loss = (nll + self.cfg.reg_weight * reg).mean()
+        stats = {
+            "nll": nll.detach().sum().item(),
+            "tokens": int(batch.tgt_len.sum()),
+            "exp_seg": res.expected_segments.detach().mean().item(),
+            "K": K.mean().item(),
+            "n": batch.size,
+        }
+        return loss, stats
+
+    # ----- single steps (decoding) ------------------------------------------------------------
+    def step(self, y_prev: torch.Tensor, state):
+        """One decoder step: ``y_prev (M,)`` vocab ids -> ``d (M, H)``, new state."""
+        h, c = state
+        out, (h, c) = self.decoder(self.dec_emb(y_prev).unsqueeze(1), (h.unsqueeze(0), c.unsqueeze(0)))
+        return out.squeeze(1), (h.squeeze(0), c.squeeze(0))
+
+    def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int):
+        """Next-word distribution under record ``k``.
+
+        ``d (M, H)``, ``k (M,)`` -> ``log p (M, V + n_oov)`` over the extended vocabulary
+        (``$`` included), ``alpha (M, N)``, context ``A (M, H)``.
+        """
+        log_pv, logit_gen, alpha, A = self.generation(enc, d.unsqueeze(1))  # (M, 1, S, ·)
+        pick = k.view(-1, 1, 1, 1)
+        log_pv = log_pv.gather(2, pick.expand(-1, 1, 1, log_pv.size(3)))[:, 0, 0]  # (M, V)
+        logit_gen = logit_gen.gather(2, k.view(-1, 1, 1))[:, 0, 0]  # (M,)
+        alpha = alpha.gather(2, pick.expand(-1, 1, 1, alpha.size(3)))[:, 0, 0]  # (M, N)
+        A = A.gather(2, pick.expand(-1, 1, 1, A.size(3)))[:, 0, 0]  # (M, H)
+        return extended_scatter(log_pv, logit_gen, alpha, enc.src_ext, n_oov), alpha, A
+
+
+@dataclass
+class PGEncoding:
+    h: torch.Tensor  # (B, N, H)
+    key: torch.Tensor  # (B, N, H)
+    src_mask: torch.Tensor  # (B, N)
+    src_ext: torch.Tensor  # (B, N)
+    state0: tuple[torch.Tensor, torch.Tensor]
+
+    def index(self, idx: torch.Tensor) -> PGEncoding:
+        return PGEncoding(
+            *(getattr(self, n).index_select(0, idx) for n in ("h", "key", "src_mask", "src_ext")),
+            state0=(self.state0[0].index_select(0, idx), self.state0[1].index_select(0, idx)),
+        )
+
+
+class PGModel(nn.Module):
+    """Pointer-generator baseline: attention over all source tokens, input feeding, copy."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        H, E, V = cfg.hidden, cfg.emb_dim, cfg.vocab_size
+        self.encoder = Encoder(cfg)
+        self.dec_emb = nn.Embedding(V, E, padding_idx=0)
+        self.cell = nn.LSTMCell(E + H, H)  # input feeding: [emb(y_{t-1}); A_{t-1}]
+        self.drop = nn.Dropout(cfg.dropout)
+        self.att = nn.Linear(H, H, bias=False)
+        self.out = nn.Linear(2 * H, V)  # W1 d_t + W2 A_t
+        self.gen = nn.Linear(2 * H + E, 1)  # p_gen from [d_t; A_t; emb(y_{t-1})]
+
+    def encode(self, batch: Batch) -> PGEncoding:
+        _, h, state0 = self.encoder(batch.src, batch.src_len)
+        mask = torch.arange(batch.src.size(1)) < batch.src_len.unsqueeze(1)
+        return PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
+
+    def step(self, enc: PGEncoding, y_prev: torch.Tensor, state):
+        """One step. ``state = (h, c, A_prev)``; returns ``d, A, alpha (M, N), emb, state``."""
+        h, c, A_prev = state
+        e = self.drop(self.dec_emb(y_prev))
+        h, c = self.cell(torch.cat([e, A_prev], dim=1), (h, c))
+        d = self.drop(h)
+        scores = torch.einsum("mh,mnh->mn", d, enc.key).masked_fill(~enc.src_mask, NEG)
+        alpha = torch.softmax(scores, dim=1)  # (M, N) over all source tokens: O(M·N) per step
+        A = torch.bmm(alpha.unsqueeze(1), enc.h).squeeze(1)  # (M, H)
+        return d, A, alpha, e, (h, c, A)
+
+    def start_state(self, enc: PGEncoding):
+        h0, c0 = enc.state0
+        return (h0, c0, torch.zeros_like(h0))
+
+    def head(self, d, A, e):
+        """``log p_vocab (…, V)`` and ``logit p_gen (…)``."""
+        dA = torch.cat([d, A], dim=-1)
+        return torch.log_softmax(self.out(dA), dim=-1), self.gen(torch.cat([dA, e], dim=-1)).squeeze(-1)
+
+    def token_dist(self, enc: PGEncoding, y_prev: torch.Tensor, state, n_oov: int):
+        """``log p (M, V + n_oov)``, ``alpha (M, N)``, new state."""
+        d, A, alpha, e, state = self.step(enc, y_prev, state)
+        log_pv, logit_gen = self.head(d, A, e)
+        return extended_scatter(log_pv, logit_gen, alpha, enc.src_ext, n_oov), alpha, state
+
+    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Token-level negative log-likelihood (mean over target tokens)."""
+        enc = self.encode(batch)
+        state = self.start_state(enc)
+        B, T = batch.tgt.shape
+        ds, As, alphas, es = [], [], [], []
+        for t in range(T):
+            d, A, alpha, e, state = self.step(enc, batch.tgt_in[:, t], state)
+            ds.append(d)
+            As.append(A)
+            alphas.append(alpha)
+            es.append(e)
+        d, A, alpha, e = (torch.stack(x, dim=1) for x in (ds, As, alphas, es))  # (B, T, ·)
+        log_pv, logit_gen = self.head(d, A, e)  # (B, T, V), (B, T)
+        V = log_pv.size(2)
+        y = batch.tgt
+        log_pv_y = log_pv.gather(2, y.clamp(max=V - 1).unsqueeze(2)).squeeze(2).masked_fill(y >= V, NEG)
+        match = (enc.src_ext.unsqueeze(1) == y.unsqueeze(2)).to(alpha.dtype)  # (B, T, N)
+        copy_y = (alpha * match).sum(2)
+        logp = mixture_logprob(log_pv_y, logit_gen, copy_y)  # (B, T)
+        mask = torch.arange(T).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
+        nll = -(logp * mask).sum()
+        tokens = int(mask.sum())
+        stats = {"nll": nll.item(), "tokens": tokens, "exp_seg": math.nan, "K": batch.n_rec.float().mean().item(), "n": B}
+        return nll / max(tokens, 1), stats
+
+
+def build_model(cfg: ModelConfig) -> SegmentModel | PGModel:
+    if cfg.kind == "seg":
+        return SegmentModel(cfg)
+    if cfg.kind == "pg":
+        return PGModel(cfg)
+    raise ValueError(f"unknown model kind {cfg.kind!r}; choose one of {MODEL_KINDS}")

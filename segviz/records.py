@@ -1,0 +1,206 @@
+"""Records: parse E2E meaning representations and WebNLG triples; tokenise and detokenise.
+
+A *record* is one input fact: an E2E slot (``customer rating[5 out of 5]``) or a WebNLG triple
+(``Abilene,_Texas | isPartOf | Texas``). DESIGN §1: E2E record tokens are attribute words +
+value words; WebNLG record tokens are subject + predicate (camelCase and underscores split) +
+object. Everything is lower-cased with punctuation split off.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "RecordError",
+    "Record",
+    "parse_e2e_mr",
+    "parse_webnlg_triple",
+    "parse_webnlg_triples",
+    "format_e2e_mr",
+    "tokenize",
+    "detokenize",
+    "split_camel",
+]
+
+
+class RecordError(ValueError):
+    """Malformed input records; the message names the offending piece."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One input record.
+
+    ``attribute``/``value`` for E2E; for WebNLG ``attribute`` is the predicate, ``value`` the
+    object and ``subject`` the subject. ``label`` is a short human-readable name for the UI.
+    """
+
+    attribute: str
+    value: str
+    subject: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.subject is None:
+            return f"{self.attribute}[{self.value}]"
+        return f"{self.subject} | {self.attribute} | {self.value}"
+
+    @property
+    def tokens(self) -> list[str]:
+        """Source tokens of this record (DESIGN §1)."""
+        if self.subject is None:
+            return tokenize(split_camel(self.attribute)) + tokenize(self.value)
+        return (
+            tokenize(_entity_text(self.subject))
+            + tokenize(split_camel(self.attribute))
+            + tokenize(_entity_text(self.value))
+        )
+
+    @property
+    def value_tokens(self) -> list[str]:
+        """Tokens of the value (E2E) / object (WebNLG) alone."""
+        return tokenize(_entity_text(self.value) if self.subject is not None else self.value)
+
+    def to_json(self) -> dict:
+        d = {"attribute": self.attribute, "value": self.value}
+        if self.subject is not None:
+            d["subject"] = self.subject
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> Record:
+        return cls(d["attribute"], d["value"], d.get("subject"))
+
+
+_SLOT = re.compile(r"\s*([^\[\],]*?)\s*\[([^\[\]]*)\]\s*")
+
+
+def parse_e2e_mr(mr: str) -> list[Record]:
+    """``name[The Eagle], eatType[coffee shop]`` -> records, in input order.
+
+    Raises :class:`RecordError` on empty input, unbalanced brackets, an empty attribute or
+    value, text outside ``attr[value]`` pieces, or a duplicate attribute.
+    """
+    if mr is None or not mr.strip():
+        raise RecordError("empty meaning representation")
+    if mr.count("[") != mr.count("]"):
+        raise RecordError(f"unbalanced brackets in {mr!r}")
+    records: list[Record] = []
+    seen: set[str] = set()
+    pos = 0
+    text = mr.strip()
+    while pos < len(text):
+        m = _SLOT.match(text, pos)
+        if not m:
+            raise RecordError(f"cannot parse slot at {text[pos:pos + 30]!r} (expected attr[value])")
+        attr, value = m.group(1).strip(), m.group(2).strip()
+        if not attr:
+            raise RecordError(f"empty attribute in {m.group(0).strip()!r}")
+        if not value:
+            raise RecordError(f"empty value for attribute {attr!r}")
+        if attr in seen:
+            raise RecordError(f"duplicate attribute {attr!r}")
+        seen.add(attr)
+        records.append(Record(attr, value))
+        pos = m.end()
+        if pos < len(text):
+            if text[pos] != ",":
+                raise RecordError(f"expected ',' after {m.group(0).strip()!r}, got {text[pos:pos + 20]!r}")
+            pos += 1
+            if not text[pos:].strip():
+                raise RecordError("trailing ',' with no slot after it")
+    return records
+
+
+def format_e2e_mr(records: list[Record]) -> str:
+    """Inverse of :func:`parse_e2e_mr`: records -> canonical MR string."""
+    return ", ".join(f"{r.attribute}[{r.value}]" for r in records)
+
+
+def parse_webnlg_triple(triple: str) -> Record:
+    """``subject | predicate | object`` -> a record (whitespace around parts stripped)."""
+    if triple is None or not triple.strip():
+        raise RecordError("empty triple")
+    parts = [p.strip() for p in triple.split("|")]
+    if len(parts) != 3:
+        raise RecordError(f"triple must have 3 parts 'subject | predicate | object', got {len(parts)}: {triple!r}")
+    names = ("subject", "predicate", "object")
+    for name, p in zip(names, parts, strict=True):
+        if not p:
+            raise RecordError(f"empty {name} in triple {triple!r}")
+    return Record(attribute=parts[1], value=parts[2], subject=parts[0])
+
+
+def parse_webnlg_triples(triples: list[str]) -> list[Record]:
+    """Several triples; raises on an empty list or a duplicate triple."""
+    if not triples:
+        raise RecordError("no triples given")
+    out = [parse_webnlg_triple(t) for t in triples]
+    if len(set(out)) != len(out):
+        dup = next(r for r in out if out.count(r) > 1)
+        raise RecordError(f"duplicate triple {dup.label!r}")
+    return out
+
+
+def split_camel(s: str) -> str:
+    """``customerRating`` -> ``customer Rating``; ``birth_place`` -> ``birth place``."""
+    s = s.replace("_", " ")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", s)
+
+
+def _entity_text(s: str) -> str:
+    """WebNLG entity -> words: underscores to spaces, surrounding quotes dropped."""
+    s = s.replace("_", " ").strip()
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        s = s[1:-1]
+    return s
+
+
+# A token is a run of word characters (letters, digits, with inner . or , for numbers like 3.5
+# and 1,000), or a single non-space non-word character. Currency symbols split off: "£30" -> £ 30.
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?|\w+|[^\w\s]", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case and split punctuation: ``"£30, isn't it."`` -> ``['£', '30', ',', "isn't", 'it', '.']``."""
+    return _TOKEN.findall(text.lower())
+
+
+_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", "%", ")", "]", "}", "'s", "n't"}
+_NO_SPACE_AFTER = {"£", "$", "€", "(", "[", "{"}
+
+
+def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
+    """Tokens -> readable text: no space before punctuation, none after currency / opening brackets,
+    hyphens glued (``family - friendly`` -> ``family-friendly``), sentences capitalised.
+
+    With ``records``, words of record values get their original casing back (``the vaults`` ->
+    ``The Vaults``)."""
+    casing = _casing(records or [])
+    out = ""
+    prev = None
+    for tok in (casing.get(t, t) for t in tokens):
+        if prev is None:
+            out = tok
+        elif tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-" or prev == "-":
+            out += tok
+        else:
+            out += " " + tok
+        prev = tok
+    return _capitalise(out)
+
+
+def _casing(records: list[Record]) -> dict[str, str]:
+    """Lower-cased word -> its cased form in the record values (only words with a capital)."""
+    casing: dict[str, str] = {}
+    for r in records:
+        for text in (r.value, r.subject or ""):
+            for word in _TOKEN.findall(_entity_text(text)):
+                if word != word.lower():
+                    casing.setdefault(word.lower(), word)
+    return casing
+
+
+def _capitalise(text: str) -> str:
+    return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)

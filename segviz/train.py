@@ -1,0 +1,281 @@
+"""Training CLI (paper §5): Adam, batch 64, dropout 0.3, lr x0.1 when validation loss rises,
+early stopping, fixed seeds, a checkpoint after every epoch, ``--resume`` after an interruption.
+
+    python -m segviz.train --dataset e2e --model seg --out checkpoints/e2e-seg [--epochs N]
+        [--max-examples N] [--resume] [--hidden 256 --emb-dim 100 --max-seg-len 8 ...]
+
+Every field of :class:`TrainConfig` and :class:`segviz.model.ModelConfig` is a ``--flag``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from segviz import checkpoint as ckpt
+from segviz.data import DATASETS, Batch, DataError, Vocab, batches, encode, load_split
+from segviz.model import MODEL_KINDS, ModelConfig, build_model
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings; stored in the checkpoint."""
+
+    dataset: str = "e2e"  # e2e | webnlg
+    model: str = "seg"  # seg | pg
+    epochs: int = 12  # upper bound; early stopping usually ends sooner
+    batch_size: int = 64  # paper: 64
+    lr: float = 2e-3  # Adam learning rate (paper: 0.01; lower is steadier for our sizes)
+    lr_decay: float = 0.1  # multiply lr when validation loss rises (paper: x0.1)
+    patience: int = 2  # stop after this many epochs without a new best validation loss
+    min_lr: float = 1e-5  # stop once lr decays below this
+    clip: float = 5.0  # gradient-norm clipping
+    min_freq: int = 5  # vocabulary: words seen at least this often (others are copied or <unk>)
+    max_examples: int = 0  # use only the first N training examples (0 = all)
+    max_val_examples: int = 0  # validation subset (0 = the whole dev set)
+    seed: int = 1234  # torch / shuffling seed (the epoch number is added each epoch)
+    threads: int = 0  # torch threads (0 = torch's default)
+    val_every: int = 0  # also validate every N steps on `val_subset` dev examples (0 = only per epoch)
+    val_subset: int = 500  # dev examples used by the in-epoch validation
+
+
+def add_config_args(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One ``--field`` option per dataclass field, defaulting to ``None`` (= keep the default)."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        typ = {int: int, float: float, str: str}.get(type(f.default), str)
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=typ, default=None, help=f"default {f.default!r}")
+
+
+def pick(cls, args: argparse.Namespace, **extra):
+    """Build dataclass ``cls`` from the non-None command-line values."""
+    vals = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name, None) is not None}
+    return cls(**{**vals, **extra})
+
+
+def evaluate_loss(model, encoded, vocab_size: int, batch_size: int = 64) -> dict:
+    """Validation: per-token NLL (``-log p(y|X)`` summed over examples / tokens) and mean E[#seg]."""
+    model.eval()
+    nll = tokens = seg = k = n = 0.0
+    with torch.no_grad():
+        for b in batches(encoded, vocab_size, batch_size, shuffle=False):
+            _, st = model.loss(b)
+            nll += st["nll"]
+            tokens += st["tokens"]
+            seg += st["exp_seg"] * st["n"]
+            k += st["K"] * st["n"]
+            n += st["n"]
+    model.train()
+    return {"val_nll": nll / max(tokens, 1), "val_exp_seg": seg / max(n, 1), "val_K": k / max(n, 1)}
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="ex", dynamic_ncols=True, file=sys.stderr)
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def train_step(model, optimizer, batch: Batch, clip: float) -> dict:
+    loss, stats = model.loss(batch)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    stats["loss"] = loss.item()
+    return stats
+
+
+def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None):
+    train = load_split(tcfg.dataset, "train", data_dir)
+    dev = load_split(tcfg.dataset, "dev", data_dir)
+    if tcfg.max_examples:
+        train = train[: tcfg.max_examples]
+    if tcfg.max_val_examples:
+        dev = dev[: tcfg.max_val_examples]
+    vocab = Vocab.build(train, min_freq=tcfg.min_freq)
+    mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
+    enc_train = [encode(vocab, e.records, e.target) for e in train]
+    enc_dev = [encode(vocab, e.records, e.target) for e in dev]
+    return vocab, mcfg, enc_train, enc_dev
+
+
+def fit(
+    tcfg: TrainConfig,
+    mcfg_overrides: dict,
+    out: Path,
+    data_dir: Path | None = None,
+    resume: bool = False,
+    on_epoch: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """Train until early stopping or ``tcfg.epochs``; returns the history."""
+    if tcfg.threads:
+        torch.set_num_threads(tcfg.threads)
+    torch.manual_seed(tcfg.seed)
+    out = Path(out)
+    if resume and (out / "vocab.json").exists():
+        vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
+        stored = ckpt._read_json(out / "config.json", "config")
+        mcfg = ModelConfig.from_json(stored["model"])
+        tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs})
+        train = load_split(tcfg.dataset, "train", data_dir)[: tcfg.max_examples or None]
+        dev = load_split(tcfg.dataset, "dev", data_dir)[: tcfg.max_val_examples or None]
+        enc_train = [encode(vocab, e.records, e.target) for e in train]
+        enc_dev = [encode(vocab, e.records, e.target) for e in dev]
+    else:
+        vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
+    model = build_model(mcfg)
+    optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
+    state = {"epoch": 0, "best": math.inf, "bad": 0, "lr": tcfg.lr, "history": []}
+    if resume:
+        loaded = ckpt.load_resume(out, model, optimizer)
+        if loaded is None:
+            log.info("nothing to resume in %s; starting fresh", out)
+        else:
+            state = loaded
+            log.info("resuming %s after epoch %d", out, state["epoch"])
+    train_cfg = dataclasses.asdict(tcfg)
+    V = len(vocab)
+    log.info("%s %s: %d train / %d dev examples, V=%d, %s", tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), V, mcfg)
+    history = state["history"]
+    while state["epoch"] < tcfg.epochs and state["lr"] >= tcfg.min_lr and state["bad"] < tcfg.patience:
+        epoch = state["epoch"] + 1
+        torch.manual_seed(tcfg.seed + epoch)
+        for g in optimizer.param_groups:
+            g["lr"] = state["lr"]
+        model.train()
+        t0 = time.perf_counter()
+        bar = _progress(len(enc_train), f"epoch {epoch}")
+        tot = {"loss": 0.0, "nll": 0.0, "tokens": 0, "exp_seg": 0.0, "K": 0.0, "n": 0}
+        curve = []  # in-epoch validation on a dev subset (--val-every)
+        for step, b in enumerate(batches(enc_train, V, tcfg.batch_size, shuffle=True, seed=tcfg.seed + epoch), 1):
+            st = train_step(model, optimizer, b, tcfg.clip)
+            if tcfg.val_every and step % tcfg.val_every == 0:
+                v = evaluate_loss(model, enc_dev[: tcfg.val_subset], V, tcfg.batch_size)
+                curve.append({"step": step, **v})
+                line = f"  step {step}: val nll/token {v['val_nll']:.4f}"
+                if tcfg.model == "seg":
+                    line += f" | E[#seg] {v['val_exp_seg']:.2f} vs K {v['val_K']:.2f}"
+                (bar.write if bar is not None else print)(line)
+            for key in ("nll", "tokens", "n"):
+                tot[key] += st[key]
+            for key in ("loss", "exp_seg", "K"):
+                tot[key] += st[key] * st["n"]
+            if bar is not None:
+                rate = tot["n"] / (time.perf_counter() - t0)
+                post = {"loss": f"{st['loss']:.3f}", "ex/s": f"{rate:.0f}"}
+                if tcfg.model == "seg":
+                    post["E[#seg]"] = f"{st['exp_seg']:.2f}"
+                    post["K"] = f"{st['K']:.2f}"
+                bar.set_postfix(post, refresh=False)
+                bar.update(st["n"])
+        if bar is not None:
+            bar.close()
+        train_time = time.perf_counter() - t0
+        val = evaluate_loss(model, enc_dev, V, tcfg.batch_size)
+        n = max(tot["n"], 1)
+        entry = {
+            "epoch": epoch,
+            "lr": state["lr"],
+            "train_loss": tot["loss"] / n,
+            "train_nll": tot["nll"] / max(tot["tokens"], 1),
+            "train_exp_seg": tot["exp_seg"] / n,
+            "train_K": tot["K"] / n,
+            **val,
+            "train_seconds": train_time,
+            "examples_per_second": n / train_time,
+            "val_curve": curve,
+        }
+        history.append(entry)
+        improved = val["val_nll"] < state["best"]
+        if improved:
+            state["best"], state["bad"] = val["val_nll"], 0
+            ckpt.save(out, model, vocab, tcfg.dataset, train_cfg, history)
+        else:
+            state["bad"] += 1
+            state["lr"] *= tcfg.lr_decay  # paper: decay by an order of magnitude when val loss rises
+            ckpt.write_history(out, history)
+        state["epoch"] = epoch
+        ckpt.save_resume(out, model, optimizer, state)
+        msg = (
+            f"epoch {epoch}: train loss {entry['train_loss']:.4f} nll/token {entry['train_nll']:.4f} | "
+            f"val nll/token {val['val_nll']:.4f}{' (best)' if improved else ''}"
+        )
+        if tcfg.model == "seg":
+            msg += f" | E[#seg] {val['val_exp_seg']:.2f} vs K {val['val_K']:.2f}"
+        msg += f" | {entry['examples_per_second']:.0f} ex/s, {train_time:.0f} s"
+        print(msg, flush=True)
+        if on_epoch:
+            on_epoch(entry)
+    return history
+
+
+def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, steps: int) -> dict:
+    """Throughput of training steps on real batches: examples/s and the projected epoch time."""
+    if tcfg.threads:
+        torch.set_num_threads(tcfg.threads)
+    torch.manual_seed(tcfg.seed)
+    vocab, mcfg, enc_train, _ = prepare(dataclasses.replace(tcfg, max_val_examples=1), mcfg_overrides, data_dir)
+    model = build_model(mcfg)
+    optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
+    it = batches(enc_train, len(vocab), tcfg.batch_size, shuffle=True, seed=tcfg.seed)
+    train_step(model, optimizer, next(it), tcfg.clip)  # warm-up
+    n, t0 = 0, time.perf_counter()
+    for _ in range(steps):
+        n += train_step(model, optimizer, next(it), tcfg.clip)["n"]
+    rate = n / (time.perf_counter() - t0)
+    return {"model": tcfg.model, "examples_per_second": rate, "epoch_minutes": len(enc_train) / rate / 60,
+            "train_examples": len(enc_train), "threads": torch.get_num_threads(), "config": mcfg.to_json()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m segviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", choices=DATASETS, default="e2e")
+    p.add_argument("--model", choices=MODEL_KINDS, default="seg")
+    p.add_argument("--data-dir", type=Path, default=None, help="data folder (default $SEGVIZ_DATA or ../shared/data)")
+    p.add_argument("--out", type=Path, help="checkpoint directory")
+    p.add_argument("--resume", action="store_true", help="continue after the last finished epoch in --out")
+    p.add_argument("--time-steps", type=int, default=0, help="only time N training steps and print examples/s")
+    add_config_args(p, TrainConfig, skip=("dataset", "model"))
+    add_config_args(p, ModelConfig, skip=("kind", "vocab_size"))
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    tcfg = pick(TrainConfig, args, dataset=args.dataset, model=args.model)
+    mover = {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelConfig) if f.name not in ("kind", "vocab_size") and getattr(args, f.name) is not None}
+    try:
+        if args.time_steps:
+            r = time_steps(tcfg, mover, args.data_dir, args.time_steps)
+            print(f"{r['model']}: {r['examples_per_second']:.1f} examples/s on {r['threads']} threads; "
+                  f"projected epoch over {r['train_examples']} examples: {r['epoch_minutes']:.1f} min")
+            return 0
+        if args.out is None:
+            p.error("--out is required")
+        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ckpt.CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; the last finished epoch is saved in {args.out}. Continue with --resume.", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
