@@ -39,10 +39,14 @@ class EvaluationError(ValueError):
     """Inputs that cannot be scored (mismatched MRs, wrong line counts); the message says why."""
 
 
-def evaluate_outputs(dataset: str, inputs: list[list[Record]], refs: list[list[str]], hyps: list[str], meteor: bool = True) -> dict:
+def evaluate_outputs(
+    dataset: str, inputs: list[list[Record]], refs: list[list[str]], hyps: list[str], meteor: bool = True
+) -> dict:
     """Metrics and faithfulness totals for ``hyps[i]`` given ``inputs[i]`` and ``refs[i]``."""
     if not len(inputs) == len(refs) == len(hyps):
-        raise EvaluationError(f"lengths differ: {len(inputs)} inputs, {len(refs)} reference sets, {len(hyps)} outputs")
+        raise EvaluationError(
+            f"lengths differ: {len(inputs)} inputs, {len(refs)} reference sets, {len(hyps)} outputs"
+        )
     scores = corpus_scores(hyps, refs, meteor=meteor)
     faith = totals(check(dataset, recs, hyp) for recs, hyp in zip(inputs, hyps, strict=True))
     return {k: {**scores, **faith}[k] for k in KEYS}
@@ -107,7 +111,9 @@ def evaluate_e2e(refs_path: str | Path, hyps_path: str | Path, meteor: bool = Tr
         raise EvaluationError("; ".join(problems))
     mrs = list(refs)
     log.info("scoring %d E2E outputs", len(mrs))
-    return evaluate_outputs("e2e", [parse_e2e_mr(m) for m in mrs], [refs[m] for m in mrs], [hyp_by_mr[m] for m in mrs], meteor)
+    return evaluate_outputs(
+        "e2e", [parse_e2e_mr(m) for m in mrs], [refs[m] for m in mrs], [hyp_by_mr[m] for m in mrs], meteor
+    )
 
 
 def evaluate_webnlg(refs_path: str | Path, hyps_path: str | Path, meteor: bool = True) -> dict:
@@ -117,7 +123,9 @@ def evaluate_webnlg(refs_path: str | Path, hyps_path: str | Path, meteor: bool =
     while lines and not lines[-1].strip():
         lines.pop()
     if len(lines) != len(entries):
-        raise EvaluationError(f"{hyps_path} has {len(lines)} lines but {refs_path} has {len(entries)} entries")
+        raise EvaluationError(
+            f"{hyps_path} has {len(lines)} lines but {refs_path} has {len(entries)} entries"
+        )
     no_ref = [f"{e.category}/{e.eid}" for e in entries if not e.lexs]
     if no_ref:
         raise EvaluationError(f"{len(no_ref)} entries have no <lex> reference, e.g. {no_ref[:3]}")
@@ -138,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m segviz.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", choices=("e2e", "webnlg"), required=True)
     ap.add_argument("--refs", required=True, help="E2E CSV (mr,ref) or WebNLG XML file/folder")
-    ap.add_argument("--hyps", required=True, help="E2E TSV (MR<TAB>output) or WebNLG text file (one line per entry)")
+    ap.add_argument(
+        "--hyps", required=True, help="E2E TSV (MR<TAB>output) or WebNLG text file (one line per entry)"
+    )
     ap.add_argument("--json", help="write the scores to this JSON file")
     ap.add_argument("--no-meteor", action="store_true", help="skip METEOR (slow java start-up)")
     args = ap.parse_args(argv)

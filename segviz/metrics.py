@@ -27,8 +27,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import sacrebleu
 import pycocoevalcap.rouge.rouge as _coco_rouge
+import sacrebleu
 from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.rouge.rouge import Rouge
 
@@ -40,7 +40,25 @@ _COCO_DIR = Path(_coco_rouge.__file__).resolve().parents[1]  # the pycocoevalcap
 _PTB_JAR = _COCO_DIR / "tokenizer" / "stanford-corenlp-3.4.1.jar"
 _METEOR_JAR = _COCO_DIR / "meteor" / "meteor-1.5.jar"
 # Tokens the coco-caption PTBTokenizer wrapper drops after tokenising (its PUNCTUATIONS list).
-_PTB_PUNCT = {"''", "'", "``", "`", "-lrb-", "-rrb-", "-lcb-", "-rcb-", ".", "?", "!", ",", ":", "-", "--", "...", ";"}
+_PTB_PUNCT = {
+    "''",
+    "'",
+    "``",
+    "`",
+    "-lrb-",
+    "-rrb-",
+    "-lcb-",
+    "-rcb-",
+    ".",
+    "?",
+    "!",
+    ",",
+    ":",
+    "-",
+    "--",
+    "...",
+    ";",
+}
 # Java 17 reads/writes in the platform charset; force UTF-8 so "£" and "é" survive on any locale.
 _JAVA_OPTS = ["-Dfile.encoding=UTF-8"]
 
@@ -91,7 +109,7 @@ def _ptb_java(texts: list[str]) -> list[str]:
     return lines[: len(texts)]
 
 
-_PTB_RE = re.compile(r"n't\b|'(?:s|re|ve|ll|d|m)\b|\d+(?:[.,]\d+)*|\w+(?:[-.]\w+)*|\.\.\.|--|[^\w\s]")
+_PTB_RE = re.compile(r"n't\b|'(?:s|re|ve|ll|d|m)\b|\d+(?:[.,-]\d+)*|\w+(?:[-.]\w+)*|\.\.\.|--|[^\w\s]")
 
 
 def _ptb_python(text: str) -> list[str]:

@@ -27,7 +27,9 @@ def test_identical_hyp_ref_gives_perfect_bleu_and_rouge():
 def test_bleu_is_lowercased_and_matches_sacrebleu():
     assert bleu(["THE EAGLE IS A PUB ."], [["the eagle is a pub ."]]) == pytest.approx(1.0)
     hyps, refs = ["a cheap pub near the river"], [["a cheap pub by the river", "cheap pub"]]
-    expected = sacrebleu.corpus_bleu(hyps, [["a cheap pub by the river"], ["cheap pub"]], lowercase=True).score / 100
+    expected = (
+        sacrebleu.corpus_bleu(hyps, [["a cheap pub by the river"], ["cheap pub"]], lowercase=True).score / 100
+    )
     assert bleu(hyps, refs) == pytest.approx(expected)
     assert 0 < bleu(hyps, refs) < 1
 
@@ -37,8 +39,12 @@ def test_missing_references_are_dropped_not_scored_as_empty():
     # closest length (0) and remove the brevity penalty; None-padding must not.
     hyps = ["a b c", "x y z w v u"]
     refs = [["a b c d e f g h i"], ["x y z w v u", "x y z"]]
-    padded_none = sacrebleu.corpus_bleu(hyps, [[r[0] for r in refs], [None, "x y z"]], lowercase=True).score / 100
-    padded_empty = sacrebleu.corpus_bleu(hyps, [[r[0] for r in refs], ["", "x y z"]], lowercase=True).score / 100
+    padded_none = (
+        sacrebleu.corpus_bleu(hyps, [[r[0] for r in refs], [None, "x y z"]], lowercase=True).score / 100
+    )
+    padded_empty = (
+        sacrebleu.corpus_bleu(hyps, [[r[0] for r in refs], ["", "x y z"]], lowercase=True).score / 100
+    )
     assert bleu(hyps, refs) == pytest.approx(padded_none)
     assert padded_none != pytest.approx(padded_empty)
 
