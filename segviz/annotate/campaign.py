@@ -90,12 +90,15 @@ def sample_inputs(inputs: Sequence[Input], per_k: int | None = 20, seed: int = 0
 def create_campaign(store: Store, name: str, dataset: str, split: str,
                     system_outputs: Mapping[str, Sequence[Output]], inputs: Sequence[Input],
                     per_k: int | None = 20, seed: int = 0, auto_check: AutoCheck | None = None,
-                    prefill: bool = False) -> dict:
+                    prefill: bool = False, extra_config: Mapping[str, Any] | None = None) -> dict:
     """Sample inputs, make one item per (input, system) and store them in one transaction.
 
     ``system_outputs`` maps any system name (``"e2e-seg:rm"``, ``"upload:file.tsv"``) to its
     outputs. ``auto_check`` fills each item's automatic verdicts (kept apart from the humans');
-    with ``prefill=True`` annotators see them as pre-filled flags. Returns the campaign dict.
+    with ``prefill=True`` annotators see them as pre-filled flags. ``extra_config`` is merged
+    into the stored config (a dict value updates the dict of the same key, e.g.
+    ``{"sampling": {"available": ...}}`` when the caller sampled from a larger pool itself).
+    Returns the campaign dict.
     Raises :class:`AnnotationError` (nothing stored) on a taken name, no systems, duplicate ids,
     or no input that all systems cover.
     """
@@ -145,6 +148,9 @@ def create_campaign(store: Store, name: str, dataset: str, split: str,
         "auto_check": None if auto_check is None else getattr(auto_check, "__qualname__", repr(auto_check)),
         "prefill": prefill,
     }
+    for key, value in (extra_config or {}).items():
+        config[key] = {**config[key], **value} if isinstance(config.get(key), dict) and isinstance(value, Mapping) \
+            else value
     return store.add_campaign(name, dataset, split, config, items)
 
 

@@ -1,0 +1,304 @@
+"""Annotate: the paper's human evaluation as a campaign (Shen et al. 2020, §5 "Metrics").
+
+Annotators judge one blinded output at a time: fluency 1–5, and per input record whether the
+text states it wrongly, repeats it or misses it (pre-ticked by the automatic checker; the
+annotator confirms or corrects), plus wrong facts outside all records, a comment and an optional
+alignment correction. Every change is saved at once; the position and answers come from the
+store, so an annotator resumes where they left off from any browser
+(``/Annotate?annotator=NAME&campaign=NAME``). Thin page: the logic is in
+:mod:`segviz.annotate.service`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+
+import pandas as pd
+import streamlit as st
+
+from segviz import ui
+from segviz.annotate import (
+    FLAG_NAMES,
+    AnnotationError,
+    Store,
+    agreement,
+    default_url,
+    export_csv,
+    export_jsonl,
+    import_file,
+    is_done,
+    results_table,
+    validate_annotator,
+)
+from segviz.annotate import service as sv
+from segviz.decode import CONSTRAINT_LABELS
+
+FLUENCY_HELP = "1 = not understandable, 3 = understandable with errors, 5 = perfectly fluent (grammar only)"
+FLAG_HELP = {"wrong": "the text states this record with a wrong value",
+             "repeated": "the text states this record more than once",
+             "missing": "the text does not state this record"}
+
+
+@st.cache_resource(show_spinner=False)
+def get_store(url: str) -> Store:
+    """One store (engine, connection pool) per database URL and server process."""
+    return Store(url)
+
+
+def system_label(name: str) -> str:
+    spec = sv.SystemSpec.parse(name)
+    return name if spec.constraints is None else f"{spec.checkpoint} · {CONSTRAINT_LABELS[spec.constraints]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving: every widget saves its own field the moment it changes
+
+
+def _save(store: Store, item: dict, annotator: str, **fields) -> None:
+    try:
+        sv.save_change(store, item, annotator, **fields)
+    except AnnotationError as exc:  # includes StoreBusyError: nothing was written
+        st.session_state["ann_error"] = str(exc)
+
+
+def _on_fluency(store: Store, item: dict, annotator: str) -> None:
+    _save(store, item, annotator, fluency=st.session_state[f"ann_flu_{item['item_id']}"])
+
+
+def _on_flags(store: Store, item: dict, annotator: str) -> None:
+    iid = item["item_id"]
+    flags = {k: {f: bool(st.session_state.get(f"ann_flag_{iid}_{k}_{f}")) for f in FLAG_NAMES} for k in range(item["K"])}
+    _save(store, item, annotator, flags=flags)
+
+
+def _on_extra(store: Store, item: dict, annotator: str) -> None:
+    _save(store, item, annotator, extra_wrong=int(st.session_state[f"ann_extra_{item['item_id']}"]))
+
+
+def _on_comment(store: Store, item: dict, annotator: str) -> None:
+    _save(store, item, annotator, comment=st.session_state[f"ann_comment_{item['item_id']}"])
+
+
+def _on_alignment(store: Store, item: dict, annotator: str) -> None:
+    edits = st.session_state[f"ann_align_{item['item_id']}"].get("edited_rows", {})
+    try:
+        fixed = sv.apply_alignment_edits(item, edits)
+    except AnnotationError as exc:
+        st.session_state["ann_error"] = str(exc)
+        return
+    _save(store, item, annotator, corrected_alignment=fixed)
+
+
+def _go(pos_key: str, position: int) -> None:
+    st.session_state[pos_key] = position
+
+
+def _on_skip(store: Store, item: dict, annotator: str, pos_key: str, last: int) -> None:
+    _save(store, item, annotator, skipped=True)
+    st.session_state[pos_key] = min(item["position"] + 1, last)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def annotator_id() -> str | None:
+    """The annotator id from ``?annotator=`` or the sidebar, validated; None (with a message) if unusable."""
+    qp = st.query_params
+    if "ann_annotator" not in st.session_state:
+        st.session_state["ann_annotator"] = qp.get("annotator", "")
+    raw = st.sidebar.text_input("Annotator id", key="ann_annotator",
+                                help="Your name or e-mail; your answers are saved under it. "
+                                     "Share links like /Annotate?annotator=NAME.").strip()
+    if not raw:
+        return None
+    try:
+        annotator = validate_annotator(raw)
+    except AnnotationError as exc:
+        st.sidebar.error(str(exc))
+        return None
+    if qp.get("annotator") != annotator:
+        qp["annotator"] = annotator
+    return annotator
+
+
+def pick_campaign(store: Store) -> dict | None:
+    campaigns = store.campaigns()
+    if not campaigns:
+        return None
+    names = [c["name"] for c in campaigns]
+    qp = st.query_params
+    if "ann_new_campaign" in st.session_state:  # just created or imported: select it
+        st.session_state["ann_campaign"] = st.session_state.pop("ann_new_campaign")
+    if st.session_state.get("ann_campaign") not in names:
+        st.session_state["ann_campaign"] = qp.get("campaign") if qp.get("campaign") in names else names[-1]
+    name = st.sidebar.selectbox("Campaign", names, key="ann_campaign")
+    if qp.get("campaign") != name:
+        qp["campaign"] = name
+    return next(c for c in campaigns if c["name"] == name)
+
+
+def create_section(store: Store, dataset: str, expanded: bool) -> None:
+    with st.expander("Create or import a campaign", expanded=expanded):
+        specs = {s.name: s for s in sv.available_systems(dataset)}
+        st.caption(f"Systems come from `{sv.default_checkpoints_dir()}` ({dataset} checkpoints; "
+                   "`SEGVIZ_CHECKPOINTS` overrides). Inputs are sampled first (the paper: 20 per record "
+                   "count K), then generated with beam 5.")
+        name = st.text_input("Campaign name", value=f"{dataset}-dev-{date.today().isoformat()}", key="ann_new_name")
+        split = st.selectbox("Split", ["dev", "train"], key="ann_new_split")
+        chosen = st.multiselect("Systems", list(specs), format_func=system_label, key="ann_new_systems")
+        files = st.file_uploader("Other systems' outputs (E2E: MR<TAB>output, or one line per input in order)",
+                                 accept_multiple_files=True, key="ann_new_uploads")
+        c1, c2, c3 = st.columns(3)
+        per_k = c1.number_input("Inputs per K", min_value=1, value=20, step=1, key="ann_new_per_k")
+        seed = c2.number_input("Seed", min_value=0, value=0, step=1, key="ann_new_seed")
+        prefill = c3.checkbox("Pre-fill the checker's verdicts", value=True, key="ann_new_prefill")
+        if st.button("Create campaign", key="ann_create", type="primary"):
+            bar = st.progress(0.0, text="starting")
+            try:
+                sv.build_campaign(store, name.strip(), dataset, split, [specs[n] for n in chosen],
+                                  {f.name: f.getvalue() for f in files or []}, per_k=int(per_k), seed=int(seed),
+                                  progress=lambda f, m: bar.progress(f, text=m), prefill=prefill)
+            except (AnnotationError, OSError, RuntimeError) as exc:
+                bar.empty()
+                st.error(f"Campaign not created: {exc}")
+            else:
+                st.session_state["ann_new_campaign"] = name.strip()
+                st.rerun()
+        st.divider()
+        upload = st.file_uploader("Import a campaign export (CSV or JSONL)", type=["csv", "jsonl", "json"],
+                                  key="ann_import_file")
+        new_name = st.text_input("Import under another name (optional)", key="ann_import_name")
+        if st.button("Import", key="ann_import", disabled=upload is None):
+            try:
+                c = import_file(store, upload.getvalue(), new_name.strip() or None)
+            except AnnotationError as exc:
+                st.error(f"Nothing imported: {exc}")
+            else:
+                st.session_state["ann_new_campaign"] = c["name"]
+                st.rerun()
+
+
+def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
+    iid, a = item["item_id"], item["annotation"]
+    args = (store, item, annotator)
+    fluency = None if a is None or a["fluency"] is None else a["fluency"] - 1
+    st.radio("Fluency", [1, 2, 3, 4, 5], index=fluency, horizontal=True, key=f"ann_flu_{iid}",
+             help=FLUENCY_HELP, on_change=_on_fluency, args=args)
+    st.markdown("**Facts per input record**")
+    if item["prefill"] is not None:
+        st.caption("Ticks start from the automatic checker: confirm or correct them.")
+    shown = sv.shown_flags(item)
+    head = st.columns([3, 1, 1, 1])
+    for col, text in zip(head, ["record", *FLAG_NAMES], strict=True):
+        col.caption(text)
+    for k, label in enumerate(item["labels"]):
+        row = st.columns([3, 1, 1, 1])
+        row[0].text(f"{k + 1}. {label}")
+        for col, f in zip(row[1:], FLAG_NAMES, strict=True):
+            col.checkbox(f, value=shown[k][f], key=f"ann_flag_{iid}_{k}_{f}", label_visibility="collapsed",
+                         help=FLAG_HELP[f], on_change=_on_flags, args=args)
+    st.number_input("Wrong facts not about any input record (e.g. an invented price)", min_value=0, step=1,
+                    value=0 if a is None else a["extra_wrong"], key=f"ann_extra_{iid}", on_change=_on_extra,
+                    args=args)
+    st.text_area("Comment (optional)", value="" if a is None else a["comment"], key=f"ann_comment_{iid}",
+                 on_change=_on_comment, args=args)
+    rows = sv.alignment_rows(item)
+    if rows:
+        with st.expander("Correct the alignment (optional)"):
+            st.caption("Which record does each segment of the text express? '(none)' = no record.")
+            st.data_editor(
+                pd.DataFrame(rows), key=f"ann_align_{iid}", hide_index=True, num_rows="fixed",
+                width="stretch", on_change=_on_alignment, args=args,
+                column_config={"segment": st.column_config.TextColumn("segment", disabled=True),
+                               "record": st.column_config.SelectboxColumn("record", options=sv.record_options(item),
+                                                                          required=True)})
+
+
+def annotate_section(store: Store, campaign: dict, annotator: str) -> None:
+    pos_key = f"ann_pos_{campaign['id']}_{annotator}"
+    view = sv.annotator_view(store, campaign["id"], annotator, st.session_state.get(pos_key))
+    if view.item is None:
+        st.info("This campaign has no items.")
+        return
+    st.session_state[pos_key] = view.position
+    st.progress(view.done / view.total,
+                text=f"{view.done} of {view.total} done · item {view.position + 1} of {view.total}")
+    if view.finished:
+        st.success("All items are done, thank you! You can still go back and change answers.")
+    item = view.item
+    left, right = st.columns([2, 3])
+    with left:
+        st.markdown("**Input records**")
+        st.markdown(sv.records_html(item), unsafe_allow_html=True)  # every label escaped
+    with right:
+        st.markdown("**Text**")
+        st.markdown(sv.segments_html(item), unsafe_allow_html=True)  # every text escaped
+        judgement_widgets(store, item, annotator)
+    last = view.total - 1
+    nav = st.columns(4)
+    nav[0].button("Back", key="ann_back", disabled=view.position == 0, on_click=_go,
+                  args=(pos_key, view.position - 1), width="stretch")
+    nav[1].button("Skip", key="ann_skip", on_click=_on_skip, args=(store, item, annotator, pos_key, last),
+                  width="stretch")
+    nav[2].button("Next", key="ann_next", disabled=view.position == last, on_click=_go,
+                  args=(pos_key, view.position + 1), type="primary", width="stretch")
+    first_open = next((it["position"] for it in view.items if not is_done(it["annotation"])), None)
+    nav[3].button("First unfinished", key="ann_resume", disabled=first_open in (None, view.position),
+                  on_click=_go, args=(pos_key, first_open), width="stretch")
+    a = store.annotation(item["item_id"], annotator)
+    if a is not None:
+        state = "skipped" if a["skipped"] else ("rated" if a["fluency"] is not None else "not rated yet")
+        st.caption(f"Saved automatically ({state}; last change {a['updated_at']:%Y-%m-%d %H:%M:%S} UTC).")
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def results_section(store: Store, campaign: dict) -> None:
+    if not st.toggle("Results, agreement and export (shows system names)", key="ann_results"):
+        return
+    st.subheader("Human evaluation (paper Tables 2–3)")
+    st.caption("Fluency: mean; wrong / repeat / miss: totals of the majority vote over complete annotations.")
+    st.dataframe(results_table(store, campaign["id"]), hide_index=True, key="ann_results_table")
+    ag = agreement(store, campaign["id"])
+    st.markdown(f"**Agreement** — {ag['annotators']} annotator(s); {ag['items_multi']} item(s) with two or more "
+                "complete annotations. Krippendorff's alpha: "
+                + ", ".join(f"{k} {_fmt(v)}" for k, v in ag["alpha"].items()))
+    if ag["auto"]:
+        st.markdown("**Automatic checker vs. human majority**")
+        st.dataframe(pd.DataFrame([{"flag": f, **v} for f, v in ag["auto"].items()]), hide_index=True,
+                     key="ann_auto_table")
+    c1, c2 = st.columns(2)
+    c1.download_button("Export CSV", export_csv(store, campaign["id"]), file_name=f"{campaign['name']}.csv",
+                       mime="text/csv", key="ann_export_csv")
+    c2.download_button("Export JSONL", export_jsonl(store, campaign["id"]), file_name=f"{campaign['name']}.jsonl",
+                       mime="application/jsonl", key="ann_export_jsonl")
+
+
+def main() -> None:
+    st.set_page_config(page_title="segviz · Annotate", page_icon="🧩", layout="wide")
+    settings = ui.sidebar()
+    st.title("Annotate")
+    store = get_store(default_url())
+    annotator = annotator_id()
+    campaign = pick_campaign(store)
+    error = st.session_state.pop("ann_error", None)
+    if error:
+        st.error(f"Not saved: {error}")
+    create_section(store, settings["dataset"], expanded=campaign is None)
+    if campaign is None:
+        st.info("No campaign yet: create one above or import an export.")
+        return
+    st.caption(f"Campaign **{campaign['name']}** · {campaign['dataset']} {campaign['split']}")
+    if annotator is None:
+        st.warning("Enter your annotator id in the sidebar (or open a link ending in ?annotator=NAME) to start.")
+    else:
+        annotate_section(store, campaign, annotator)
+    st.divider()
+    results_section(store, campaign)
+
+
+main()

@@ -1,0 +1,477 @@
+"""What the Annotate page does, without Streamlit: build a campaign from checkpoints and uploaded
+files, and give one annotator a blinded, resumable view of it.
+
+Building a campaign (:func:`build_campaign`) follows the paper's human evaluation (§5
+"Metrics"): sample 20 inputs for every record count K of the split *first*, then generate only
+those inputs with each system (beam 5), so a campaign costs ``20 · #K · #systems`` decodes, not
+a whole split. Our choices where the paper is silent:
+
+- **Blinding.** Annotators may correct the alignment, so every system gets one: the segment
+  model's own segments for its outputs; forced alignment (Viterbi) with the dataset's segment
+  checkpoint (``<dataset>-seg`` in the checkpoint folder, else the first segment checkpoint
+  among the systems) for PG and uploaded outputs. Without such a checkpoint *no* item keeps
+  segments, since alignments on only some systems would tell them apart.
+- **Pre-fill.** Each item stores the automatic checker's verdicts
+  (:func:`segviz.faithfulness.check`) apart from the human ones, and annotators see them as
+  pre-ticked boxes to confirm or correct. The first save of an item records what was shown in
+  the annotation's ``prefilled`` field, so the checker's influence can be measured later.
+- **Uploads** are parsed (:func:`~segviz.annotate.campaign.parse_uploaded_outputs`) before any
+  model runs; a bad file raises :class:`AnnotationError` and nothing is stored. An upload named
+  ``f.tsv`` becomes system ``upload:f.tsv``. Only inputs every upload covers are sampled.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from segviz import checkpoint as ckpt
+from segviz.annotate.campaign import (
+    Input,
+    Output,
+    create_campaign,
+    is_done,
+    items_for,
+    parse_uploaded_outputs,
+    sample_inputs,
+)
+from segviz.annotate.store import FLAG_NAMES, UNSET, AnnotationError, Store, normalize_segments
+from segviz.records import Record, detokenize, tokenize
+
+__all__ = [
+    "SystemSpec",
+    "ProgressFn",
+    "CONSTRAINT_LEVELS",
+    "default_checkpoints_dir",
+    "available_systems",
+    "load_inputs",
+    "build_campaign",
+    "AnnotatorView",
+    "annotator_view",
+    "shown_flags",
+    "save_change",
+    "alignment_rows",
+    "record_options",
+    "apply_alignment_edits",
+    "record_colour",
+    "segments_html",
+    "records_html",
+]
+
+log = logging.getLogger(__name__)
+
+CONSTRAINT_LEVELS = ("none", "r", "rm")  # segviz.decode.CONSTRAINTS: ours, +R, +RM
+BEAM = 5  # the paper's beam size
+NULL_LABEL = "(none)"  # the null record r_0 in the alignment editor
+# progress(fraction in [0, 1], message): what st.progress(value, text) takes
+ProgressFn = Callable[[float, str], None]
+CheckpointLoader = Callable[[str], Any]
+
+# Pastel backgrounds, one per record index (cycled); dark text stays readable on all of them.
+PALETTE = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec",
+           "#b3e2cd", "#fdcdac")
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A system to generate with: a checkpoint name in the checkpoint folder (``"e2e-seg"``) and,
+    for a segment model, its decoding constraints (``none`` / ``r`` / ``rm``; None for PG)."""
+
+    checkpoint: str
+    constraints: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The system name stored with each item: ``"e2e-seg:rm"`` or ``"e2e-pg"``."""
+        return self.checkpoint if self.constraints is None else f"{self.checkpoint}:{self.constraints}"
+
+    @classmethod
+    def parse(cls, name: str) -> SystemSpec:
+        """Inverse of :attr:`name`."""
+        ckpt_name, _, level = name.partition(":")
+        if level and level not in CONSTRAINT_LEVELS:
+            raise AnnotationError(f"unknown constraint level {level!r} in {name!r} (use {', '.join(CONSTRAINT_LEVELS)})")
+        return cls(ckpt_name, level or None)
+
+
+def default_checkpoints_dir(path: str | Path | None = None) -> Path:
+    """``path``, else ``$SEGVIZ_CHECKPOINTS``, else ``./checkpoints``."""
+    return Path(path or os.environ.get("SEGVIZ_CHECKPOINTS") or "checkpoints")
+
+
+def _checkpoint_info(path: Path) -> tuple[str, str] | None:
+    """``(kind, dataset)`` from a checkpoint's config.json, or None if it is not one (no weights read)."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return config["model"]["kind"], config.get("dataset", "e2e")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def available_systems(dataset: str, directory: str | Path | None = None) -> list[SystemSpec]:
+    """Every system the checkpoint folder offers for ``dataset``: each segment checkpoint under
+    the three constraint levels, each PG checkpoint once. Sorted by checkpoint name."""
+    root = default_checkpoints_dir(directory)
+    if not root.is_dir():
+        return []
+    specs: list[SystemSpec] = []
+    for path in sorted(p for p in root.iterdir() if p.is_dir()):
+        info = _checkpoint_info(path)
+        if info is None or info[1] != dataset:
+            continue
+        if info[0] == "seg":
+            specs += [SystemSpec(path.name, level) for level in CONSTRAINT_LEVELS]
+        elif info[0] == "pg":
+            specs.append(SystemSpec(path.name))
+    return specs
+
+
+def load_inputs(dataset: str, split: str, data_dir: str | Path | None = None) -> list[Input]:
+    """The split's distinct inputs in file order (E2E: one per MR string)."""
+    from segviz.data import load_split, unique_inputs  # data loading pulls in torch; only when needed
+
+    return [Input(ex.key, list(ex.records)) for ex in unique_inputs(load_split(dataset, split, data_dir))]
+
+
+class FaithfulnessCheck:
+    """``auto_check`` for :func:`create_campaign`: the checker's per-record status strings."""
+
+    def __init__(self, dataset: str) -> None:
+        self.dataset = dataset
+
+    def __call__(self, records: list[Record], text: str) -> list[str]:
+        from segviz import faithfulness
+
+        report = faithfulness.check(self.dataset, records, text)
+        status = ["realised"] * len(records)
+        for v in report.per_record:
+            status[v.index] = v.status
+        return status
+
+    def __repr__(self) -> str:
+        return f"segviz.faithfulness.check({self.dataset!r})"
+
+
+def _zero_based(segments: Sequence[tuple[int, int, int | None]]) -> list[list]:
+    """Decoder segments (record 1..K or None) -> store segments (record 0..K-1 or None)."""
+    return [[int(s), int(e), None if r is None else int(r) - 1] for s, e, r in segments]
+
+
+def _report(progress: ProgressFn | None, fraction: float, message: str) -> None:
+    log.info("%s", message)
+    if progress is not None:
+        progress(min(max(fraction, 0.0), 1.0), message)
+
+
+def _load_checkpoint(load: CheckpointLoader, root: Path, name: str, dataset: str) -> Any:
+    path = root / name
+    try:
+        c = load(str(path))
+    except ckpt.CheckpointError as exc:
+        raise AnnotationError(f"checkpoint {name!r} cannot be loaded: {exc}") from None
+    if c.dataset != dataset:
+        raise AnnotationError(f"checkpoint {name!r} was trained on {c.dataset}, not {dataset}")
+    return c
+
+
+def _aligner_name(root: Path, dataset: str, systems: Sequence[SystemSpec]) -> str | None:
+    """The segment checkpoint used for forced alignment: ``<dataset>-seg`` if present, else the
+    first segment system's checkpoint, else None."""
+    preferred = f"{dataset}-seg"
+    if _checkpoint_info(root / preferred) == ("seg", dataset):
+        return preferred
+    return next((s.checkpoint for s in systems if s.constraints is not None), None)
+
+
+def build_campaign(store: Store, name: str, dataset: str, split: str, systems: Sequence[SystemSpec],
+                   uploads: Mapping[str, bytes | str] | None = None, per_k: int | None = 20, seed: int = 0,
+                   data_dir: str | Path | None = None, checkpoints_dir: str | Path | None = None,
+                   progress: ProgressFn | None = None, *, inputs: Sequence[Input] | None = None,
+                   beam: int = BEAM, prefill: bool = True, load: CheckpointLoader | None = None) -> dict:
+    """Sample the split's inputs (``per_k`` per K), generate them with every system, align,
+    check automatically and store the campaign in one transaction. Returns the campaign dict.
+
+    ``systems``: checkpoints to decode with; ``uploads``: ``{file name: content}`` of other
+    systems' outputs (E2E ``MR<TAB>output`` or one line per input of the split, in order).
+    ``inputs`` replaces loading the split (tests, custom pools); ``load`` replaces
+    :func:`segviz.checkpoint.load` (the page passes its cached loader). Raises
+    :class:`AnnotationError` (nothing stored) on a taken or empty name, no systems, a bad
+    upload, a missing checkpoint or one trained on another dataset.
+    """
+    root = default_checkpoints_dir(checkpoints_dir)
+    load = load or ckpt.load
+    uploads = dict(uploads or {})
+    if not name or not name.strip():
+        raise AnnotationError("campaign name is empty")
+    if any(c["name"] == name for c in store.campaigns()):
+        raise AnnotationError(f"a campaign named {name!r} already exists; choose another name")
+    systems = list(dict.fromkeys(systems))
+    if not systems and not uploads:
+        raise AnnotationError("choose at least one system or upload a file of outputs")
+    for s in systems:
+        if s.constraints is not None and s.constraints not in CONSTRAINT_LEVELS:
+            raise AnnotationError(f"unknown constraint level {s.constraints!r} for {s.checkpoint}")
+
+    _report(progress, 0.0, f"reading the {dataset} {split} split")
+    pool = list(inputs) if inputs is not None else load_inputs(dataset, split, data_dir)
+    if not pool:
+        raise AnnotationError(f"the {dataset} {split} split has no inputs")
+    uploaded: dict[str, list[Output]] = {}
+    for fname, data in uploads.items():  # parse every file before any model runs
+        try:
+            uploaded[f"upload:{fname}"] = parse_uploaded_outputs(data, dataset, pool)
+        except AnnotationError as exc:
+            raise AnnotationError(f"{fname}: {exc}") from None
+    upload_ids = [{o.input_id for o in outs} for outs in uploaded.values()]
+    covered = [i for i in pool if all(i.input_id in ids for ids in upload_ids)]
+    if not covered:
+        raise AnnotationError("no input of the split has an output in every uploaded file")
+    chosen = sample_inputs(covered, per_k, seed)  # the paper's 20 per K, before any decoding
+
+    models = {c: _load_checkpoint(load, root, c, dataset) for c in dict.fromkeys(s.checkpoint for s in systems)}
+    for s in systems:
+        kind = models[s.checkpoint].model_config.kind
+        if (kind == "seg") != (s.constraints is not None):
+            raise AnnotationError(f"system {s.name!r}: checkpoint {s.checkpoint!r} is a {kind} model; "
+                                  + ("give a constraint level (none/r/rm)" if kind == "seg" else "PG takes no constraints"))
+    aligner_name = _aligner_name(root, dataset, systems)
+    aligner = None
+    if aligner_name is not None:
+        aligner = models.get(aligner_name) or _load_checkpoint(load, root, aligner_name, dataset)
+
+    outputs = _generate(systems, models, chosen, aligner, uploaded, beam, progress)
+    if aligner is None and any(o.segments for outs in outputs.values() for o in outs):
+        log.warning("no segment checkpoint to align with: dropping all alignments to keep systems blind")
+        outputs = {s: [Output(o.input_id, o.text) for o in outs] for s, outs in outputs.items()}
+
+    _report(progress, 0.97, "checking facts automatically and storing the campaign")
+    available = Counter(str(len(i.records)) for i in covered)
+    extra = {"sampling": {"available": dict(available), "pool": len(pool)},
+             "generation": {"beam": beam, "systems": [s.name for s in systems], "uploads": sorted(uploads),
+                            "aligner": aligner_name if aligner is not None else None}}
+    campaign = create_campaign(store, name, dataset, split, outputs, chosen, per_k, seed,
+                               auto_check=FaithfulnessCheck(dataset), prefill=prefill, extra_config=extra)
+    _report(progress, 1.0, f"campaign {name!r}: {len(chosen)} inputs x {len(outputs)} systems")
+    return campaign
+
+
+def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: Sequence[Input], aligner: Any,
+              uploaded: Mapping[str, list[Output]], beam: int,
+              progress: ProgressFn | None) -> dict[str, list[Output]]:
+    """Outputs of every system for ``chosen``, each with an alignment when ``aligner`` is given."""
+    from segviz.decode import force_align, generate_pg, generate_seg
+
+    def align(records: list[Record], tokens: list[str]) -> dict | None:
+        if aligner is None:
+            return None
+        return {"tokens": tokens, "segments": _zero_based(force_align(aligner.model, aligner.vocab, records, tokens))}
+
+    total = max(1, len(chosen) * (len(systems) + len(uploaded)))
+    done = 0
+    out: dict[str, list[Output]] = {}
+    for s in systems:
+        c = models[s.checkpoint]
+        outs = []
+        for inp in chosen:
+            _report(progress, 0.95 * done / total, f"{s.name}: input {len(outs) + 1} of {len(chosen)}")
+            if s.constraints is None:
+                res = generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name)
+                segments = align(inp.records, res.tokens)
+            else:
+                res = generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name)
+                segments = {"tokens": res.tokens, "segments": _zero_based(res.segments)}
+            outs.append(Output(inp.input_id, res.text, segments))
+            done += 1
+        out[s.name] = outs
+    wanted = {i.input_id: i for i in chosen}
+    for system, parsed in uploaded.items():
+        outs = []
+        for o in parsed:
+            if o.input_id in wanted:
+                _report(progress, 0.95 * done / total, f"aligning {system}: {len(outs) + 1} of {len(chosen)}")
+                outs.append(Output(o.input_id, o.text, align(wanted[o.input_id].records, tokenize(o.text))))
+                done += 1
+        out[system] = outs
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# One annotator's view
+
+
+@dataclass(frozen=True)
+class AnnotatorView:
+    """The campaign as one annotator sees it now (read from the store, so any browser agrees).
+
+    ``items``: the blinded items in this annotator's order; ``position``: the item to show;
+    ``done``/``total``: progress; ``finished``: every item rated or skipped.
+    """
+
+    items: list[dict]
+    position: int
+    done: int
+    total: int
+
+    @property
+    def item(self) -> dict | None:
+        return self.items[self.position] if self.items else None
+
+    @property
+    def finished(self) -> bool:
+        return self.total > 0 and self.done == self.total
+
+
+def annotator_view(store: Store, campaign: str | int, annotator: str, position: int | None = None) -> AnnotatorView:
+    """The annotator's items and the one to show: ``position`` (clamped to the items) or, when
+    None, the first item not yet done (resume; the last item once all are done)."""
+    items = items_for(store, campaign, annotator)
+    done = sum(is_done(it["annotation"]) for it in items)
+    if position is None:
+        position = next((it["position"] for it in items if not is_done(it["annotation"])), len(items) - 1)
+    position = min(max(int(position), 0), max(len(items) - 1, 0))
+    return AnnotatorView(items, position, done, len(items))
+
+
+def shown_flags(item: dict) -> dict[int, dict[str, bool]]:
+    """Per-record boxes as the page shows them: the saved human flags, else the checker's
+    pre-fill (the annotator confirms or corrects it), else all clear. Keys 0..K-1."""
+    a = item["annotation"]
+    source = a["flags"] if a is not None else (item["prefill"] or {})
+    return {k: {f: bool(source.get(str(k), {}).get(f, False)) for f in FLAG_NAMES} for k in range(item["K"])}
+
+
+def save_change(store: Store, item: dict, annotator: str, **fields: Any) -> dict:
+    """Save one widget's change of ``item`` (a :func:`annotator_view` item) at once.
+
+    The item's first save also stores the checker's pre-fill as shown (``prefilled``) and, unless
+    ``flags`` is among ``fields``, the pre-ticked flags themselves: what the annotator saw and
+    did not untick counts as confirmed. Rating fluency clears a previous skip.
+    """
+    values = {k: v for k, v in fields.items() if v is not UNSET}
+    if item["prefill"] is not None and store.annotation(item["item_id"], annotator) is None:
+        values.setdefault("prefilled", item["prefill"])
+        values.setdefault("flags", item["prefill"])
+    if values.get("fluency") is not None:
+        values.setdefault("skipped", False)
+    return store.save_annotation(item["item_id"], annotator, **values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment: rendering and correction
+
+
+def record_colour(k: int | None) -> str | None:
+    """Background colour of record ``k`` (0-based); None for the null record."""
+    return None if k is None else PALETTE[k % len(PALETTE)]
+
+
+def _alignment(item: dict) -> dict | None:
+    """The alignment to show: the annotator's correction if saved, else the item's own."""
+    a = item["annotation"]
+    if a is not None and a.get("corrected_alignment"):
+        return a["corrected_alignment"]
+    return item["segments"]
+
+
+def _char_starts(text: str, tokens: list[str]) -> list[int] | None:
+    """Offset in ``text`` where each (lower-cased) token starts, or None if they do not match it."""
+    low, pos, starts = text.lower(), 0, []
+    for tok in tokens:
+        i = low.find(tok, pos)
+        if i < 0 or low[pos:i].strip():
+            return None
+        starts.append(i)
+        pos = i + len(tok)
+    return starts if len(low) == len(text) and not low[pos:].strip() else None
+
+
+def _pieces(text: str, tokens: list[str], segments: list[list], records: list[Record]) -> list[tuple[str, int | None]]:
+    """The text cut at the segment boundaries, with the spaces before each piece: the pieces
+    join to exactly ``text`` (what the annotator must judge). If the tokens do not match the
+    text, the pieces are detokenised tokens instead."""
+    starts = _char_starts(text, tokens)
+    if starts is not None and segments:
+        bounds = [0] + [starts[s - 1] + len(tokens[s - 1]) for s, _, _ in segments[1:]] + [len(text)]
+        return [(text[bounds[i]:bounds[i + 1]], rec) for i, (_, _, rec) in enumerate(segments)]
+    pieces, prev = [], ""
+    for s, e, rec in segments:
+        upto = detokenize(tokens[:e], records)
+        piece = upto[len(prev):] if upto.startswith(prev) else " " + detokenize(tokens[s:e], records)
+        pieces.append((piece, rec))
+        prev = upto
+    return pieces
+
+
+def segments_html(item: dict) -> str:
+    """The item's text as HTML, each segment on the colour of its record (every text escaped).
+
+    Without an alignment, the plain escaped text."""
+    alignment = _alignment(item)
+    if not alignment or not alignment["segments"]:
+        return f'<div class="segviz-text">{html.escape(item["text"])}</div>'
+    records = [Record.from_json(r) for r in item["records"]]
+    spans = []
+    for piece, rec in _pieces(item["text"], alignment["tokens"], alignment["segments"], records):
+        stripped = piece.lstrip()
+        lead, body = (" " if len(stripped) < len(piece) else ""), html.escape(stripped)
+        if rec is None:
+            spans.append(f'{lead}<span style="color:#555" title="no record">{body}</span>')
+        else:
+            title = html.escape(item["labels"][rec], quote=True)
+            spans.append(f'{lead}<span style="background:{record_colour(rec)};border-radius:3px;padding:0 2px" '
+                         f'title="{title}">{body}</span>')
+    return f'<div class="segviz-text" style="line-height:1.9;font-size:1.1em">{"".join(spans)}</div>'
+
+
+def records_html(item: dict) -> str:
+    """The input records as an HTML list, each on its colour (labels escaped)."""
+    rows = [f'<li><span style="background:{record_colour(k)};border-radius:3px;padding:0 4px">'
+            f"{k + 1}. {html.escape(label)}</span></li>" for k, label in enumerate(item["labels"])]
+    return f'<ul style="list-style:none;padding-left:0;line-height:1.9">{"".join(rows)}</ul>'
+
+
+def alignment_rows(item: dict) -> list[dict]:
+    """One row per segment for the correction table: ``{"segment": text, "record": label}``
+    (``"(none)"`` for the null record). Empty when the item has no alignment."""
+    alignment = _alignment(item)
+    if not alignment:
+        return []
+    records = [Record.from_json(r) for r in item["records"]]
+    return [{"segment": piece.strip(), "record": NULL_LABEL if rec is None else item["labels"][rec]}
+            for piece, rec in _pieces(item["text"], alignment["tokens"], alignment["segments"], records)]
+
+
+def record_options(item: dict) -> list[str]:
+    """Choices of the correction table's record column."""
+    return [NULL_LABEL, *item["labels"]]
+
+
+def apply_alignment_edits(item: dict, edited_rows: Mapping[Any, Mapping[str, Any]]) -> dict:
+    """The corrected alignment after the table's ``edited_rows`` ({row: {"record": label}}),
+    applied to the alignment shown; validated, ready for ``corrected_alignment``."""
+    alignment = _alignment(item)
+    if not alignment:
+        raise AnnotationError("this item has no alignment to correct")
+    by_label = {label: k for k, label in enumerate(item["labels"])}
+    segments = [list(s) for s in alignment["segments"]]
+    for row, change in edited_rows.items():
+        if "record" not in change:
+            continue
+        i = int(row)
+        if not 0 <= i < len(segments):
+            raise AnnotationError(f"alignment row {row!r} does not exist")
+        label = change["record"]
+        if label in (None, "", NULL_LABEL):
+            segments[i][2] = None
+        elif label in by_label:
+            segments[i][2] = by_label[label]
+        else:
+            raise AnnotationError(f"unknown record {label!r}")
+    return normalize_segments({"tokens": alignment["tokens"], "segments": segments}, item["K"])

@@ -1,0 +1,173 @@
+"""AppTest of pages/4_Annotate.py: annotator id, judgements saved at once, navigation, resume,
+results and export, campaign creation from tiny checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from segviz.annotate import Input, Output, Store, create_campaign
+from segviz.records import Record, format_e2e_mr, tokenize
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Annotate.py")
+RECORDS = [Record("name", "The <b>Eagle</b>"), Record("eatType", "pub"), Record("area", "riverside")]
+TEXT = "The <b>Eagle</b> is a pub."
+SEGMENTS = {"tokens": tokenize(TEXT), "segments": [[0, 9, 0], [9, 12, 1], [12, 13, None]]}
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch) -> Store:
+    url = f"sqlite:///{tmp_path / 'ann.sqlite'}"
+    monkeypatch.setenv("SEGVIZ_ANNOTATE_DB", url)
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "no-checkpoints"))
+    s = Store(url)
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def campaign(store: Store) -> Store:
+    """Three inputs, one system; the checker pre-flags record 3 (area) as missing."""
+    inputs = [Input(f"in{i}", RECORDS) for i in range(3)]
+    create_campaign(store, "h", "e2e", "dev", {"s": [Output(i.input_id, TEXT, SEGMENTS) for i in inputs]}, inputs,
+                    auto_check=lambda records, out: {2: "missing"}, prefill=True)
+    return store
+
+
+def app(annotator: str | None = "alice") -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    if annotator is not None:
+        at.query_params["annotator"] = annotator
+    return at.run()
+
+
+def shown_item(at: AppTest) -> int:
+    """Item id of the item on screen (from its fluency radio's key)."""
+    (key,) = [r.key for r in at.radio if r.key and r.key.startswith("ann_flu_")]
+    return int(key.removeprefix("ann_flu_"))
+
+
+def progress_text(at: AppTest) -> str:
+    return at.get("progress")[0].proto.text
+
+
+def test_no_campaign_yet(store: Store) -> None:
+    at = app()
+    assert not at.exception
+    assert any("No campaign yet" in i.value for i in at.info)
+    assert at.button(key="ann_create") and not [r for r in at.radio if r.key and r.key.startswith("ann_flu_")]
+
+
+def test_invalid_annotator_is_refused(campaign: Store) -> None:
+    at = app("bad id!")
+    assert not at.exception
+    assert any("is not allowed" in e.value for e in at.sidebar.error)
+    assert any("Enter your annotator id" in w.value for w in at.warning)
+    assert not [r for r in at.radio if r.key and r.key.startswith("ann_flu_")]
+
+
+def test_annotator_from_sidebar(campaign: Store) -> None:
+    at = app(None)
+    assert any("Enter your annotator id" in w.value for w in at.warning)
+    at.text_input(key="ann_annotator").set_value("bob").run()
+    assert not at.exception
+    assert at.query_params["annotator"] == "bob" and at.query_params["campaign"] == "h"
+    assert progress_text(at) == "0 of 3 done · item 1 of 3"
+
+
+def test_annotate_navigate_and_resume(campaign: Store) -> None:
+    at = app()
+    assert not at.exception
+    assert progress_text(at) == "0 of 3 done · item 1 of 3"
+    html = "".join(m.value for m in at.markdown)
+    assert "&lt;b&gt;Eagle&lt;/b&gt;" in html and "<b>Eagle" not in html  # model / user text is escaped
+    first = shown_item(at)
+    # the checker's pre-fill is shown ticked; nothing is saved by merely looking
+    assert at.checkbox(key=f"ann_flag_{first}_2_missing").value is True
+    assert at.checkbox(key=f"ann_flag_{first}_0_wrong").value is False
+    assert campaign.annotations("h") == []
+
+    at.radio(key=f"ann_flu_{first}").set_value(4).run()
+    a = campaign.annotation(first, "alice")
+    assert a["fluency"] == 4 and a["flags"] == a["prefilled"] == {"2": {"wrong": False, "repeated": False, "missing": True}}
+    at.checkbox(key=f"ann_flag_{first}_2_missing").uncheck().run()
+    at.checkbox(key=f"ann_flag_{first}_1_repeated").check().run()
+    at.number_input(key=f"ann_extra_{first}").set_value(2).run()
+    at.text_area(key=f"ann_comment_{first}").input("sounds odd").run()
+    a = campaign.annotation(first, "alice")
+    assert a["flags"] == {"1": {"wrong": False, "repeated": True, "missing": False}}
+    assert a["prefilled"] == {"2": {"wrong": False, "repeated": False, "missing": True}}  # what was shown
+    assert (a["fluency"], a["extra_wrong"], a["comment"]) == (4, 2, "sounds odd")
+    assert progress_text(at) == "1 of 3 done · item 1 of 3"
+
+    at.button(key="ann_next").click().run()
+    second = shown_item(at)
+    assert second != first and progress_text(at) == "1 of 3 done · item 2 of 3"
+    at.radio(key=f"ann_flu_{second}").set_value(2).run()
+    at.button(key="ann_back").click().run()
+    assert shown_item(at) == first  # the saved answers are shown again
+    assert at.radio(key=f"ann_flu_{first}").value == 4
+    assert at.checkbox(key=f"ann_flag_{first}_2_missing").value is False
+    assert at.checkbox(key=f"ann_flag_{first}_1_repeated").value is True
+    assert at.number_input(key=f"ann_extra_{first}").value == 2
+    assert at.text_area(key=f"ann_comment_{first}").value == "sounds odd"
+
+    # another browser (a new session): resumes at the first item not done, with the progress
+    other = app()
+    third = shown_item(other)
+    assert third not in (first, second) and progress_text(other) == "2 of 3 done · item 3 of 3"
+    other.button(key="ann_skip").click().run()
+    assert campaign.annotation(third, "alice")["skipped"] is True
+    assert any("All items are done" in s.value for s in other.success)
+    assert progress_text(other) == "3 of 3 done · item 3 of 3"
+    # a different annotator sees the same items afresh
+    bob = app("bob")
+    assert progress_text(bob) == "0 of 3 done · item 1 of 3"
+    assert campaign.annotation(shown_item(bob), "bob") is None
+
+
+def test_alignment_table_and_results(campaign: Store) -> None:
+    at = app()
+    item = shown_item(at)
+    editor = at.dataframe[0].value  # the alignment-correction table
+    assert editor.to_dict("records") == [{"segment": "The <b>Eagle</b>", "record": "name[The <b>Eagle</b>]"},
+                                         {"segment": "is a pub", "record": "eatType[pub]"},
+                                         {"segment": ".", "record": "(none)"}]
+    at.radio(key=f"ann_flu_{item}").set_value(5).run()
+    at.toggle(key="ann_results").set_value(True).run()
+    assert not at.exception
+    table = at.dataframe[1].value  # [0] is the alignment editor
+    assert table.to_dict("records") == [{"system": "s", "items": 1, "annotators": 1, "fluent": 5.0, "wrong": 0,
+                                         "repeat": 0, "miss": 1}]
+    assert [b.label for b in at.get("download_button")] == ["Export CSV", "Export JSONL"]
+    auto = at.dataframe[2].value
+    assert auto.set_index("flag").loc["missing", "accuracy"] == 1.0
+
+
+def test_create_campaign_from_checkpoints(store: Store, tmp_path: Path, monkeypatch) -> None:
+    from test_annotate_service import tiny_checkpoints, tiny_inputs
+
+    inputs = tiny_inputs({2: 2, 3: 1})
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny_checkpoints(tmp_path / "ckpt", inputs)))
+    (tmp_path / "data" / "e2e").mkdir(parents=True)
+    rows = "".join(f'"{format_e2e_mr(i.records)}",Some reference.\n' for i in inputs)
+    (tmp_path / "data" / "e2e" / "dev.csv").write_text("mr,ref\n" + rows)
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "data"))
+    at = app()
+    systems = at.multiselect(key="ann_new_systems")
+    assert systems.options == ["e2e-pg", "e2e-seg · ours", "e2e-seg · ours (+R)", "e2e-seg · ours (+RM)"]
+    systems.set_value(["e2e-seg:none", "e2e-pg"])
+    at.text_input(key="ann_new_name").set_value("mine")
+    at.number_input(key="ann_new_per_k").set_value(1)
+    at.button(key="ann_create").click().run()
+    assert not at.exception and not at.error
+    c = store.campaign("mine")
+    assert c["config"]["systems"] == ["e2e-seg:none", "e2e-pg"] and c["config"]["sampling"]["counts"] == {"2": 1, "3": 1}
+    assert len(store.items("mine")) == 4
+    assert at.selectbox(key="ann_campaign").value == "mine"  # the new campaign is selected
+    assert progress_text(at) == "0 of 4 done · item 1 of 4"
+    at.text_input(key="ann_new_name").set_value("mine").run()
+    at.button(key="ann_create").click().run()
+    assert any("already exists" in e.value for e in at.error)
