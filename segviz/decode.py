@@ -175,8 +175,8 @@ class SegmentDecoder:
             for m, h in enumerate(hyps):
                 if h.k >= 0:
                     cont = logp[m, h.k].clone()
-                    if h.seg_len >= L:
-                        cont[:] = -math.inf
+                    if h.seg_len >= L:  # a full segment may still close the text with <eos>
+                        cont[torch.arange(n_ext) != EOS_ID] = -math.inf
                     cand[m, h.k] = cont
                 blocked = self._blocked(h, constraints, plan, all_recs, S)
                 if blocked:
@@ -303,6 +303,7 @@ def generate_seg(
     plan: list[int] | None = None,
     system: str = "seg",
     length_penalty: float = 1.0,
+    max_len: int | None = None,
 ) -> GenerationResult:
     """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``)."""
     t0 = time.perf_counter()
@@ -311,11 +312,11 @@ def generate_seg(
         if sorted(plan) != sorted(set(plan)) or any(not 1 <= p <= K for p in plan):
             raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
     dec = SegmentDecoder(model, vocab)
-    hyp, oov, src_rec = dec.search(records, constraints, beam, plan, length_penalty=length_penalty)
+    hyp, oov, src_rec = dec.search(records, constraints, beam, plan, max_len=max_len, length_penalty=length_penalty)
     fallback = False
     if hyp is None:
         log.warning("constraints %r (plan %s) could not be met; falling back to unconstrained decoding", constraints, plan)
-        hyp, oov, src_rec = dec.search(records, "none", beam, None, length_penalty=length_penalty)
+        hyp, oov, src_rec = dec.search(records, "none", beam, None, max_len=max_len, length_penalty=length_penalty)
         fallback = True
     if hyp is None:  # pragma: no cover - unconstrained search always ends at max_len
         raise RuntimeError("decoding produced no hypothesis")

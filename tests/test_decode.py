@@ -1,0 +1,132 @@
+"""Decoding constraints as properties, on a tiny model trained for a few steps on 8 examples."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import make_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from segviz.data import collate, encode
+from segviz.decode import force_align, generate_pg, generate_seg, sample_structures
+from segviz.records import Record
+
+
+@pytest.fixture(scope="module")
+def trained(vocab, examples):
+    """Seg and PG models fitted briefly to the 8 bundled examples (decoding then terminates)."""
+    models = {}
+    batch = collate([encode(vocab, e.records, e.target) for e in examples], len(vocab))
+    for kind in ("seg", "pg"):
+        m = make_model(kind, vocab, seed=2).train()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+        for _ in range(60):
+            loss, _ = m.loss(batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        models[kind] = m.eval()
+    return models
+
+
+SLOTS = [
+    ("name", ["The Eagle", "Zizzi", "Aromi", "Blue Spice"]),
+    ("eatType", ["pub", "coffee shop", "restaurant"]),
+    ("food", ["French", "Italian", "Japanese"]),
+    ("area", ["riverside", "city centre"]),
+    ("familyFriendly", ["yes", "no"]),
+    ("near", ["Burger King", "Café Adriatic"]),
+]
+records_st = st.lists(st.sampled_from(range(len(SLOTS))), min_size=1, max_size=5, unique=True).flatmap(
+    lambda idx: st.tuples(*[st.sampled_from(SLOTS[i][1]).map(lambda v, i=i: Record(SLOTS[i][0], v)) for i in idx])
+).map(list)
+
+FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _check_segments(r):
+    assert all(e > s for s, e, _ in r.segments), "empty segment"
+    assert all(a[1] == b[0] for a, b in zip(r.segments, r.segments[1:], strict=False))
+    if r.tokens:
+        assert r.segments[0][0] == 0 and r.segments[-1][1] == len(r.tokens)
+
+
+@FAST
+@given(records=records_st)
+def test_r_never_realises_a_record_twice(trained, vocab, records):
+    r = generate_seg(trained["seg"], vocab, records, "r", beam=3, max_len=30)
+    _check_segments(r)
+    recs = [k for k in r.segment_records() if k is not None]
+    assert len(recs) == len(set(recs)), r.segments
+
+
+@FAST
+@given(records=records_st)
+def test_rm_realises_every_record(trained, vocab, records):
+    r = generate_seg(trained["seg"], vocab, records, "rm", beam=3, max_len=40)
+    _check_segments(r)
+    recs = [k for k in r.segment_records() if k is not None]
+    if not r.fallback_used:
+        assert sorted(recs) == list(range(1, len(records) + 1)), r.segments
+
+
+@FAST
+@given(records=records_st, data=st.data())
+def test_forced_plan_is_followed(trained, vocab, records, data):
+    plan = data.draw(st.permutations(list(range(1, len(records) + 1))))
+    r = generate_seg(trained["seg"], vocab, records, "rm", beam=3, plan=list(plan), max_len=40)
+    _check_segments(r)
+    if not r.fallback_used:
+        assert [k for k in r.segment_records() if k is not None] == list(plan)
+
+
+def test_plans_are_mostly_met_and_fallback_is_flagged(trained, vocab, examples):
+    """The properties above are not vacuous: most constrained decodes succeed without fallback."""
+    ok = 0
+    for ex in examples:
+        r = generate_seg(trained["seg"], vocab, ex.records, "rm", beam=3, plan=list(range(len(ex.records), 0, -1)), max_len=40)
+        ok += not r.fallback_used
+    assert ok >= len(examples) // 2
+    # an impossible budget forces the fallback, and says so
+    r = generate_seg(trained["seg"], vocab, examples[0].records, "rm", beam=2, max_len=3)
+    assert r.fallback_used
+
+
+def test_invalid_plan_is_rejected(trained, vocab, examples):
+    with pytest.raises(ValueError, match="plan"):
+        generate_seg(trained["seg"], vocab, examples[1].records, "rm", plan=[1, 1, 2])
+
+
+@FAST
+@given(idx=st.integers(0, 7), cut=st.integers(1, 30))
+def test_forced_alignment_reproduces_the_text(trained, vocab, examples, idx, cut):
+    ex = examples[idx]
+    tokens = ex.target[:cut]
+    segs = force_align(trained["seg"], vocab, ex.records, tokens)
+    assert [w for s, e, _ in segs for w in tokens[s:e]] == tokens
+    assert all(e > s for s, e, _ in segs)
+    assert all(k is None or 1 <= k <= len(ex.records) for _, _, k in segs)
+
+
+def test_trained_model_reproduces_training_text_and_alignment(trained, vocab, examples):
+    ex = examples[3]  # Zizzi is an Italian restaurant.
+    r = generate_seg(trained["seg"], vocab, ex.records, "rm", beam=3)
+    assert r.tokens == ex.target
+    assert len(r.attention) == len(r.tokens) and len(r.attention[0]) == len(r.source_tokens)
+    # attention of a token sits entirely on its segment's record
+    for s, e, k in r.segments:
+        for t in range(s, e):
+            on = sum(a for a, rec in zip(r.attention[t], r.record_of_source_token, strict=True) if rec == k)
+            assert on == pytest.approx(1.0 if k else 0.0, abs=1e-5)
+    p = generate_pg(trained["pg"], vocab, ex.records, beam=3)
+    assert p.tokens == ex.target
+    assert p.text == "Zizzi is an Italian restaurant."
+
+
+def test_sample_structures_gives_distinct_plans(trained, vocab, examples):
+    res = sample_structures(trained["seg"], vocab, examples[0].records, n=3, seed=0, beam=2)
+    plans = [tuple(r.plan) for r in res]
+    assert len(plans) == len(set(plans)) >= 1
+    for r in res:
+        assert sorted(r.plan) == list(range(1, 9))

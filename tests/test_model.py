@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import torch
+from conftest import make_model
+
+from segviz.data import EOSEG_ID, collate, encode
+from segviz.model import SegmentModel
+
+
+def _batch(vocab, examples):
+    return collate([encode(vocab, e.records, e.target) for e in examples], len(vocab))
+
+
+def test_seg_distributions_sum_to_one_and_copy_only_words(vocab, examples):
+    model = make_model("seg", vocab)
+    ex = examples[1]  # Alimentum: "alimentum" is not in the vocabulary
+    enc_ex = encode(vocab, ex.records)
+    batch = collate([enc_ex], len(vocab))
+    enc = model.encode(batch)
+    assert "alimentum" in enc_ex.oov
+    oov_id = len(vocab) + enc_ex.oov.index("alimentum")
+    d = torch.randn(1, 32)
+    S = len(ex.records) + 1
+    for k in range(S):
+        logp, alpha, _ = model.token_dist(enc, d, torch.tensor([k]), len(enc_ex.oov))
+        assert logp.shape == (1, len(vocab) + len(enc_ex.oov))
+        assert torch.allclose(logp.exp().sum(), torch.tensor(1.0), atol=1e-5)
+        p_oov = logp[0, oov_id].exp().item()
+        if k == 1:  # the name record holds "alimentum": reachable only by copying
+            assert p_oov > 1e-4
+        else:  # other records (and null) cannot copy it, and it is not in the vocabulary
+            assert p_oov < 1e-20
+
+
+def test_seg_attention_is_zero_outside_the_record(vocab, examples):
+    model = make_model("seg", vocab)
+    batch = _batch(vocab, examples[:3])
+    pot = model.potentials(batch)
+    alpha = pot.alpha  # (B, T, S, N)
+    S = alpha.size(2)
+    for b in range(3):
+        for k in range(S):
+            outside = batch.src_rec[b] != k
+            assert alpha[b, :, k][:, outside].abs().max().item() == 0.0
+            if k == 0:
+                assert alpha[b, :, 0].abs().max().item() == 0.0
+            elif k <= int(batch.n_rec[b]):
+                assert torch.allclose(alpha[b, :, k].sum(-1), torch.ones(alpha.size(1)), atol=1e-5)
+
+
+def test_seg_potentials_are_normalised(vocab, examples):
+    """Transitions are distributions with no self-transition; padded records are impossible."""
+    model = make_model("seg", vocab)
+    batch = _batch(vocab, examples[:4])
+    pot = model.potentials(batch)
+    assert torch.allclose(pot.log_trans.exp().sum(-1), torch.ones(pot.log_trans.shape[:-1]), atol=1e-5)
+    diag = torch.diagonal(pot.log_trans, dim1=2, dim2=3)
+    assert diag.max().item() < -1e8
+    assert torch.allclose(pot.log_init.exp().sum(-1), torch.ones(4), atol=1e-5)
+    b = 1  # 3 records, padded to S = 9
+    assert pot.log_emit[b, :, 4:].max().item() < -1e8
+    # emission + end-of-segment never exceed probability 1
+    assert (pot.log_emit[b, :, :4] <= 1e-6).all() and (pot.log_end <= 1e-6).all()
+    assert isinstance(model, SegmentModel) and EOSEG_ID == 4
+
+
+def test_pg_distribution_sums_to_one(vocab, examples):
+    model = make_model("pg", vocab)
+    enc_ex = encode(vocab, examples[1].records)
+    batch = collate([enc_ex], len(vocab))
+    enc = model.encode(batch)
+    logp, alpha, _ = model.token_dist(enc, torch.tensor([2]), model.start_state(enc), len(enc_ex.oov))
+    assert torch.allclose(logp.exp().sum(), torch.tensor(1.0), atol=1e-5)
+    assert torch.allclose(alpha.sum(), torch.tensor(1.0), atol=1e-5)
+    oov_id = len(vocab) + enc_ex.oov.index("alimentum")
+    assert logp[0, oov_id].exp().item() > 1e-4  # reachable by copying
+
+
+def _overfit(kind, vocab, examples, steps=120):
+    model = make_model(kind, vocab, seed=1).train()
+    batch = _batch(vocab, examples)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = last = None
+    for _ in range(steps):
+        loss, st = model.loss(batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first = st["nll"] if first is None else first
+        last = st["nll"]
+    return first, last
+
+
+def test_models_overfit_a_batch_of_eight(vocab, examples):
+    assert len(examples) == 8
+    for kind in ("seg", "pg"):
+        first, last = _overfit(kind, vocab, examples)
+        assert last <= 0.1 * first, (kind, first, last)
