@@ -98,18 +98,25 @@ class _SegHyp:
     tokens: list[int]
     segments: list[list]  # [start, end, state]
     attn: list[torch.Tensor]
-    k: int  # current state, -1 before the first segment
+    k: int  # current record, -1 before the first segment
+    boundary: bool  # the next action chooses a record (after "$" or at the start)
     seg_len: int
     realised: frozenset
     plan_pos: int  # plan records realised so far
     state: tuple  # LSTM (h, c) after the last token, each (H,)
     d: torch.Tensor  # decoder output that reads the next token (H,)
     A_last: torch.Tensor  # context of the last token under k (H,)
-    done: bool = False
 
 
 class SegmentDecoder:
-    """Beam search over (segment record, words) for a :class:`SegmentModel`."""
+    """Beam search that follows the paper's generative process, one action per step.
+
+    A hypothesis either emits a word (or ``$``) from its current record's distribution, which
+    costs an attention over that record's tokens only (O(N)), or, after ``$``, chooses the next
+    record from the transition model (eq. 3, O(M)). The decoder state is not advanced by ``$``
+    nor by the record choice. Hypotheses of one beam may thus sit at different positions; all
+    scores are log-probabilities of the actions taken.
+    """
 
     def __init__(self, model: SegmentModel, vocab: Vocab):
         self.model, self.vocab = model, vocab
@@ -129,123 +136,124 @@ class SegmentDecoder:
 
         ``plan`` is a list of record ids (1..K): the segment records must follow it in order
         (null segments allowed between) and ``<eos>`` waits until it is complete. ``sample``
-        draws the record at each boundary from the transition model instead of maximising
-        (words stay greedy); used with ``beam=1`` for :func:`sample_structures`.
+        draws each record choice from the transition model instead of maximising (words stay
+        greedy); used with ``beam=1`` for :func:`sample_structures`.
         """
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {CONSTRAINTS}, got {constraints!r}")
         model, V = self.model, len(self.vocab)
         model.eval()
         enc_ex, batch = _prepare(self.vocab, records)
-        K = len(records)
-        S = K + 1
+        S = len(records) + 1
         n_ext = V + len(enc_ex.oov)
         enc = model.encode(batch)
         max_len = max_len or 3 * len(enc_ex.src) + 20
         L = model.cfg.max_seg_len
         ban = _banned(V, n_ext)
+        ban[EOSEG_ID] = False  # "$" is an action here
         all_recs = frozenset(range(1, S))
         h0, c0 = enc.state0
         d, state = model.step(torch.tensor([BOS_ID]), (h0, c0))
-        hyps = [_SegHyp(0.0, [], [], [], -1, 0, frozenset(), 0, (state[0][0], state[1][0]), d[0], torch.zeros_like(d[0]))]
+        hyps = [_SegHyp(0.0, [], [], [], -1, True, 0, frozenset(), 0, (state[0][0], state[1][0]), d[0], torch.zeros_like(d[0]))]
         finished: list[_SegHyp] = []
-        for t in range(max_len):
-            M = len(hyps)
-            encM = enc.index(torch.zeros(M, dtype=torch.long))
-            dM = torch.stack([h.d for h in hyps])  # (M, H)
-            log_pv, logit_gen, alpha, A = model.generation(encM, dM.unsqueeze(1))
-            log_pv, logit_gen, alpha, A = log_pv[:, 0], logit_gen[:, 0], alpha[:, 0], A[:, 0]  # (M, S, ·)
-            logp = extended_scatter(
-                log_pv.reshape(M * S, V), logit_gen.reshape(M * S), alpha.reshape(M * S, -1),
-                encM.src_ext.repeat_interleave(S, 0), n_ext - V,
-            ).view(M, S, n_ext)
-            logp = logp.masked_fill(ban, -math.inf)
-            kM = torch.tensor([max(h.k, 0) for h in hyps])
-            started = torch.tensor([h.k >= 0 for h in hyps])
-            trans = model.transition_step(encM, torch.stack([h.A_last for h in hyps]), dM, kM)  # (M, S)
-            init = model.initial(encM, dM)
-            trans = torch.where(started.unsqueeze(1), trans, init)
-            # log p($ | y_<=t, r_k) = log p_gen + log p_vocab($): the end symbol is never copied
-            ar = torch.arange(M)
-            end = torch.nn.functional.logsigmoid(logit_gen[ar, kM]) + log_pv[ar, kM, EOSEG_ID]
-            end = torch.where(started, end, torch.zeros(M))
-            switch = end.view(M, 1, 1) + trans.unsqueeze(2) + logp  # (M, S, n_ext)
-            switch[:, :, EOS_ID] = -math.inf  # <eos> never opens a segment
-            cand = switch.clone()
-            for m, h in enumerate(hyps):
-                if h.k >= 0:
-                    cont = logp[m, h.k].clone()
-                    if h.seg_len >= L:  # a full segment may still close the text with <eos>
-                        cont[torch.arange(n_ext) != EOS_ID] = -math.inf
-                    cand[m, h.k] = cont
-                blocked = self._blocked(h, constraints, plan, all_recs, S)
-                if blocked:
-                    cand[m, blocked] = -math.inf
-                if not self._may_end(h, constraints, plan, all_recs):
-                    cand[m, :, EOS_ID] = -math.inf
-            total = cand + torch.tensor([h.score for h in hyps]).view(M, 1, 1)
-            flat = total.view(-1)
-            if sample is not None:
-                picks = self._sample_pick(cand, hyps, sample)
-            else:
-                n = min(2 * beam, int(torch.isfinite(flat).sum()))
-                if n == 0:
-                    break
-                picks = flat.topk(n).indices.tolist()
+        for _ in range(3 * max_len + 2 * S):
+            cands: list[tuple[float, int, str, int]] = []  # (score, hyp, kind, value)
+            words = [m for m, h in enumerate(hyps) if not h.boundary]
+            bounds = [m for m, h in enumerate(hyps) if h.boundary]
+            dist = alpha = A = None
+            if words:
+                dW = torch.stack([hyps[m].d for m in words])
+                kW = torch.tensor([hyps[m].k for m in words])
+                dist, alpha, A = model.token_dist(enc, dW, kW, n_ext - V)  # (M_w, n_ext)
+                dist = dist.masked_fill(ban, -math.inf)
+                for i, m in enumerate(words):
+                    h = hyps[m]
+                    row = dist[i]
+                    if h.seg_len == 0:  # segments are non-empty
+                        row[EOSEG_ID] = row[EOS_ID] = -math.inf
+                    elif h.seg_len >= L:  # cut at L tokens: only "$" or <eos> remain
+                        keep = row[[EOSEG_ID, EOS_ID]].clone()
+                        row.fill_(-math.inf)
+                        row[[EOSEG_ID, EOS_ID]] = keep
+                    if not self._may_end(h, constraints, plan, all_recs):
+                        row[EOS_ID] = -math.inf
+                    if sample is not None:
+                        w = int(row.argmax())
+                        cands.append((h.score + float(row[w]), m, "w", w))
+                    else:
+                        top = row.topk(min(beam, n_ext))
+                        cands += [(h.score + float(v), m, "w", int(w)) for v, w in zip(top.values, top.indices, strict=True)]
+            if bounds:
+                dB = torch.stack([hyps[m].d for m in bounds])
+                kB = torch.tensor([max(hyps[m].k, 0) for m in bounds])
+                trans = model.transition_step(enc.index(torch.zeros(len(bounds), dtype=torch.long)),
+                                              torch.stack([hyps[m].A_last for m in bounds]), dB, kB)
+                init = model.initial(enc.index(torch.zeros(len(bounds), dtype=torch.long)), dB)
+                for i, m in enumerate(bounds):
+                    h = hyps[m]
+                    row = (trans[i] if h.k >= 0 else init[i]).clone()
+                    row[row < dp.NEG / 2] = -math.inf
+                    blocked = self._blocked(h, constraints, plan, S)
+                    if blocked:
+                        row[blocked] = -math.inf
+                    if sample is not None:
+                        if torch.isfinite(row).any():
+                            j = int(torch.multinomial(torch.softmax(row, 0), 1, generator=sample))
+                            cands.append((h.score + float(row[j]), m, "r", j))
+                    else:
+                        cands += [(h.score + float(row[j]), m, "r", j) for j in range(S) if math.isfinite(row[j])]
+            cands = [c for c in cands if math.isfinite(c[0])]
+            if not cands:
+                break
+            cands.sort(key=lambda c: -c[0])
             new_hyps: list[_SegHyp] = []
-            for idx in picks:
-                m, rest = divmod(idx, S * n_ext)
-                j, w = divmod(rest, n_ext)
+            advance: list[tuple[_SegHyp, int]] = []  # hypotheses that emitted a word
+            wpos = {m: i for i, m in enumerate(words)}
+            for score, m, kind, v in cands[: (1 if sample is not None else beam)]:
                 h = hyps[m]
-                if not math.isfinite(flat[idx].item()):
-                    continue
-                segs = [list(s) for s in h.segments]
-                if j == h.k:
-                    segs[-1][1] = t + 1
-                    seg_len = h.seg_len + 1
+                if kind == "r":
+                    segs = [list(x) for x in h.segments] + [[len(h.tokens), len(h.tokens), v]]
+                    plan_pos = h.plan_pos + (1 if plan and v > 0 else 0)
+                    realised = h.realised | {v} if v > 0 else h.realised
+                    new_hyps.append(_SegHyp(score, h.tokens, segs, h.attn, v, False, 0, realised, plan_pos, h.state, h.d, h.A_last))
+                elif v == EOSEG_ID:
+                    new_hyps.append(_SegHyp(score, h.tokens, h.segments, h.attn, h.k, True, h.seg_len, h.realised, h.plan_pos, h.state, h.d, h.A_last))
                 else:
-                    segs.append([t, t + 1, j])
-                    seg_len = 1
-                realised = h.realised | {j} if j > 0 else h.realised
-                plan_pos = h.plan_pos + (1 if plan and j != h.k and j > 0 else 0)
-                nh = _SegHyp(
-                    float(flat[idx]), h.tokens + [w], segs, h.attn + [alpha[m, j]], j, seg_len, realised, plan_pos,
-                    h.state, h.d, A[m, j],
-                )
-                if w == EOS_ID:
-                    nh.done = True
-                    finished.append(nh)
-                else:
-                    new_hyps.append(nh)
-                if len(new_hyps) >= beam:
-                    break
-            if not new_hyps:
-                break
-            # advance the decoder for the surviving hypotheses in one batched step
-            y = torch.tensor([hh.tokens[-1] if hh.tokens[-1] < V else UNK_ID for hh in new_hyps])
-            hs = torch.stack([hh.state[0] for hh in new_hyps])
-            cs = torch.stack([hh.state[1] for hh in new_hyps])
-            d_new, (hs, cs) = model.step(y, (hs, cs))
-            for i, hh in enumerate(new_hyps):
-                hh.state, hh.d = (hs[i], cs[i]), d_new[i]
+                    i = wpos[m]
+                    segs = [list(x) for x in h.segments]
+                    segs[-1][1] = len(h.tokens) + 1
+                    nh = _SegHyp(score, h.tokens + [v], segs, h.attn + [alpha[i]], h.k, False, h.seg_len + 1,
+                                 h.realised, h.plan_pos, h.state, h.d, A[i])
+                    if v == EOS_ID:
+                        finished.append(nh)
+                    elif len(nh.tokens) >= max_len:  # length budget spent: keep it only if it may end
+                        if self._may_end(nh, constraints, plan, all_recs):
+                            finished.append(nh)
+                    else:
+                        new_hyps.append(nh)
+                        advance.append((nh, v))
+            if advance:  # advance the decoder for the word-emitting hypotheses in one batched step
+                y = torch.tensor([v if v < V else UNK_ID for _, v in advance])
+                hs = torch.stack([nh.state[0] for nh, _ in advance])
+                cs = torch.stack([nh.state[1] for nh, _ in advance])
+                d_new, (hs, cs) = model.step(y, (hs, cs))
+                for i, (nh, _) in enumerate(advance):
+                    nh.state, nh.d = (hs[i], cs[i]), d_new[i]
             hyps = new_hyps
-            if len(finished) >= beam:
+            if not hyps or len(finished) >= beam:
                 break
-        else:  # max_len reached: unfinished hypotheses that meet the constraints count (truncated)
-            finished += [h for h in hyps if self._may_end(h, constraints, plan, all_recs)]
         best = max(finished, key=lambda f: _norm(f, length_penalty)) if finished else None
         return best, enc_ex.oov, torch.tensor(enc_ex.src_rec)
 
     @staticmethod
-    def _blocked(h: _SegHyp, constraints: str, plan, all_recs, S) -> list[int]:
-        """States that hypothesis ``h`` may not switch to."""
+    def _blocked(h: _SegHyp, constraints: str, plan, S) -> list[int]:
+        """Records that hypothesis ``h`` may not choose next."""
         blocked = set()
         if plan:
             nxt = plan[h.plan_pos] if h.plan_pos < len(plan) else None
             blocked |= {j for j in range(1, S) if j != nxt}
         elif constraints in ("r", "rm"):
             blocked |= set(h.realised)
-        blocked.discard(h.k)  # continuing the current segment is not a switch
         return sorted(blocked)
 
     @staticmethod
@@ -255,20 +263,6 @@ class SegmentDecoder:
         if constraints == "rm":
             return h.realised >= all_recs
         return True
-
-    @staticmethod
-    def _sample_pick(cand: torch.Tensor, hyps, gen: torch.Generator) -> list[int]:
-        """Sample the record at a boundary from the transition model, keep words greedy."""
-        M, S, n_ext = cand.shape
-        picks = []
-        for m in range(M):
-            best_w = cand[m].max(1)  # best word for each record choice
-            probs = torch.softmax(best_w.values, 0)
-            if not torch.isfinite(best_w.values).any():
-                continue
-            j = int(torch.multinomial(probs, 1, generator=gen))
-            picks.append(m * S * n_ext + j * n_ext + int(best_w.indices[j]))
-        return picks
 
 
 def _norm(h, length_penalty: float) -> float:
@@ -332,7 +326,9 @@ def sample_structures(
     dec = SegmentDecoder(model, vocab)
     plans: list[list[int]] = []
     for _ in range(4 * n):
-        hyp, _, _ = dec.search(records, "rm", beam=1, sample=gen)
+        # sample under +R (sampling under +RM can wander until the length budget runs out);
+        # records the sample skipped are appended to its order
+        hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
         if hyp is None:
             continue
         order = []

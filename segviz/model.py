@@ -123,12 +123,17 @@ class SegEncoding:
     rec_mask: torch.Tensor
     src_ext: torch.Tensor
     state0: tuple[torch.Tensor, torch.Tensor]
+    rec_idx: torch.Tensor  # (B, S, R) positions of each record's tokens, padded with 0
+    rec_valid: torch.Tensor  # (B, S, R) which of those are real
 
     def index(self, idx: torch.Tensor) -> SegEncoding:
         """Select / repeat examples (for beam search): every tensor indexed on dim 0."""
+        names = ("h", "key", "vproj", "f", "member", "has_tok", "rec_mask", "src_ext")
         return SegEncoding(
-            *(getattr(self, n).index_select(0, idx) for n in ("h", "key", "vproj", "f", "member", "has_tok", "rec_mask", "src_ext")),
+            *(getattr(self, n).index_select(0, idx) for n in names),
             state0=(self.state0[0].index_select(0, idx), self.state0[1].index_select(0, idx)),
+            rec_idx=self.rec_idx.index_select(0, idx),
+            rec_valid=self.rec_valid.index_select(0, idx),
         )
 
 
@@ -174,6 +179,10 @@ class SegmentModel(nn.Module):
         has_tok = member.any(2)  # (B, S)
         f = torch.where(has_tok.unsqueeze(2), pooled, torch.zeros_like(pooled))
         f = torch.cat([self.f_null.expand(f.size(0), 1, -1), f[:, 1:]], dim=1)
+        # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
+        R = max(1, int(member.sum(2).max()))
+        order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
+        rec_valid = member.gather(2, order)
         return SegEncoding(
             h=h,
             key=self.att(h),
@@ -184,6 +193,8 @@ class SegmentModel(nn.Module):
             rec_mask=batch.rec_mask,
             src_ext=batch.src_ext,
             state0=state0,
+            rec_idx=order * rec_valid,
+            rec_valid=rec_valid,
         )
 
     def attention(self, enc: SegEncoding, d: torch.Tensor) -> torch.Tensor:
@@ -307,18 +318,24 @@ class SegmentModel(nn.Module):
         return out.squeeze(1), (h.squeeze(0), c.squeeze(0))
 
     def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int):
-        """Next-word distribution under record ``k``.
+        """Next-word distribution under record ``k`` only, for decoding: cost O(N_k) attention.
 
-        ``d (M, H)``, ``k (M,)`` -> ``log p (M, V + n_oov)`` over the extended vocabulary
-        (``$`` included), ``alpha (M, N)``, context ``A (M, H)``.
+        ``enc`` holds one example (B = 1); ``d (M, H)``, ``k (M,)`` -> ``log p (M, V + n_oov)``
+        over the extended vocabulary (``$`` included), ``alpha (M, N)`` (zero outside ``r_k``)
+        and the context ``A (M, H)`` (zero for ``r_0``). Equal to :meth:`generation` at ``k``.
         """
-        log_pv, logit_gen, alpha, A = self.generation(enc, d.unsqueeze(1))  # (M, 1, S, ·)
-        pick = k.view(-1, 1, 1, 1)
-        log_pv = log_pv.gather(2, pick.expand(-1, 1, 1, log_pv.size(3)))[:, 0, 0]  # (M, V)
-        logit_gen = logit_gen.gather(2, k.view(-1, 1, 1))[:, 0, 0]  # (M,)
-        alpha = alpha.gather(2, pick.expand(-1, 1, 1, alpha.size(3)))[:, 0, 0]  # (M, N)
-        A = A.gather(2, pick.expand(-1, 1, 1, A.size(3)))[:, 0, 0]  # (M, H)
-        return extended_scatter(log_pv, logit_gen, alpha, enc.src_ext, n_oov), alpha, A
+        idx = enc.rec_idx[0, k]  # (M, R) token positions of record k (padded)
+        valid = enc.rec_valid[0, k]  # (M, R)
+        h_k = enc.h[0, idx]  # (M, R, H)
+        scores = torch.einsum("mh,mrh->mr", d, enc.key[0, idx]).masked_fill(~valid, NEG)
+        a = torch.softmax(scores, dim=1) * valid  # (M, R); all zero for r_0
+        A = torch.einsum("mr,mrh->mh", a, h_k)
+        logits = self.out_d(d) + torch.einsum("mr,mrv->mv", a, enc.vproj[0, idx])  # W1 d + W2 A
+        logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
+        logit_gen = logit_gen.masked_fill(~valid.any(1), 50.0)  # p_gen = 1 for r_0
+        alpha = torch.zeros(d.size(0), enc.h.size(1), dtype=d.dtype).scatter_add(1, idx, a)  # (M, N)
+        src_ext = enc.src_ext.expand(d.size(0), -1)
+        return extended_scatter(torch.log_softmax(logits, dim=1), logit_gen, alpha, src_ext, n_oov), alpha, A
 
 
 @dataclass

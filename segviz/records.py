@@ -175,12 +175,12 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
     """Tokens -> readable text: no space before punctuation, none after currency / opening brackets,
     hyphens glued (``family - friendly`` -> ``family-friendly``), sentences capitalised.
 
-    With ``records``, words of record values get their original casing back (``the vaults`` ->
-    ``The Vaults``)."""
-    casing = _casing(records or [])
+    With ``records``, every occurrence of a whole record value (or WebNLG subject) gets its
+    original casing back (``the vaults`` -> ``The Vaults``); a lone ``the`` elsewhere stays as is."""
+    tokens = _restore_case(list(tokens), records or [])
     out = ""
     prev = None
-    for tok in (casing.get(t, t) for t in tokens):
+    for tok in tokens:
         if prev is None:
             out = tok
         elif tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-" or prev == "-":
@@ -191,15 +191,21 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
     return _capitalise(out)
 
 
-def _casing(records: list[Record]) -> dict[str, str]:
-    """Lower-cased word -> its cased form in the record values (only words with a capital)."""
-    casing: dict[str, str] = {}
+def _restore_case(tokens: list[str], records: list[Record]) -> list[str]:
+    """Replace lower-cased occurrences of cased record values by their cased tokens."""
+    phrases = []
     for r in records:
         for text in (r.value, r.subject or ""):
-            for word in _TOKEN.findall(_entity_text(text)):
-                if word != word.lower():
-                    casing.setdefault(word.lower(), word)
-    return casing
+            cased = _TOKEN.findall(_entity_text(text))
+            if cased and any(w != w.lower() for w in cased):
+                phrases.append(([w.lower() for w in cased], cased))
+    phrases.sort(key=lambda p: -len(p[0]))  # longest first
+    for low, cased in phrases:
+        n = len(low)
+        for i in range(len(tokens) - n + 1):
+            if [t.lower() for t in tokens[i : i + n]] == low:
+                tokens[i : i + n] = cased
+    return tokens
 
 
 def _capitalise(text: str) -> str:
