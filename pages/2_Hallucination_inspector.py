@@ -1,0 +1,120 @@
+"""Hallucination inspector: screen many outputs with the automatic checker, open a flagged case.
+
+Outputs come from running both models over dev inputs (cached per request) or from an uploaded
+E2E file of any system (``MR<TAB>output`` per line), aligned by the segment model.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from segviz import service, ui, viz
+from segviz.service import OutputFileError
+
+st.set_page_config(page_title="segviz · Hallucination inspector", page_icon="🧩", layout="wide")
+settings = ui.sidebar()
+dataset = settings["dataset"]
+ss = st.session_state
+
+st.title("Hallucination inspector")
+st.caption("Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.")
+
+SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file (E2E)"}
+source = st.radio("Outputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="insp_source")
+seg_key, pg_key = ui.checkpoint_key(dataset, "seg"), ui.checkpoint_key(dataset, "pg")
+
+cases: list[service.Case] = []
+if source == "run":
+    dev, dev_msg = ui.dev_inputs(dataset)
+    if dev_msg:
+        st.warning(dev_msg)
+    n_inputs = len(dev) or len(ui._bundled(dataset))
+    c1, c2, c3 = st.columns(3)
+    n = c1.number_input("Number of inputs", 1, n_inputs, min(10, n_inputs), key="insp_n")
+    with c2:
+        constraints = ui.constraint_picker("insp_constraints")
+    beam = c3.number_input("Beam size", 1, 10, 5, key="insp_beam")
+    if seg_key is None and pg_key is None:
+        st.error(service.missing_message(dataset, "seg") + "\n\n" + service.missing_message(dataset, "pg"))
+    elif st.button("Run both models", type="primary", key="insp_run"):
+        ss["insp_request"] = (dataset, int(n), constraints, int(beam))
+    req = ss.get("insp_request")
+    if req and req[0] == dataset:
+        cases = ui.run_systems(*req, seg_key, pg_key)
+else:
+    upload = st.file_uploader("MR<TAB>output per line (UTF-8)", type=["tsv", "txt"], key="insp_upload")
+    if upload is not None:
+        try:
+            cases = ui.cases_from_file(dataset, upload.getvalue(), seg_key)
+        except OutputFileError as e:
+            st.error(f"Cannot read {upload.name}: {e}")
+        if seg_key is None and cases:
+            st.warning(service.missing_message(dataset, "seg") + " Texts are shown without alignment.")
+
+if not cases:
+    st.info("Run the models or upload a file to see flagged cases.")
+    st.stop()
+
+rows = service.flagged_rows(cases)
+kinds = st.multiselect("Kinds", service.FLAG_KINDS, default=list(service.FLAG_KINDS), key="insp_kinds")
+rows = [r for r in rows if r["kind"] in kinds]
+n_flagged = len({r["case"] for r in rows})
+st.markdown(f"**{len(rows)} flags in {n_flagged} of {len(cases)} cases.** Click a column header to sort; select a row to open the case.")
+
+
+def _open_row() -> None:
+    sel = ss.get("insp_table")
+    picked = sel.selection.rows if sel is not None else []
+    if picked and picked[0] < len(ss.get("insp_rows", [])):
+        ss["insp_case"] = ss["insp_rows"][picked[0]]["case"]
+
+
+ss["insp_rows"] = rows
+st.dataframe(
+    pd.DataFrame(rows, columns=["case", "system", "kind", "record", "text"]), hide_index=True, width="stretch",
+    key="insp_table", on_select=_open_row, selection_mode="single-row",
+)
+flagged_ids = sorted({r["case"] for r in rows}) or [c.index for c in cases]
+if ss.get("insp_case") not in flagged_ids:
+    ss["insp_case"] = flagged_ids[0]
+case_id = st.selectbox("Open case", flagged_ids, key="insp_case", format_func=lambda i: f"{i}: {cases[i].key}")
+case = cases[case_id]
+
+st.subheader(f"Case {case.index}: {case.key}")
+st.markdown(" · ".join(f"**{k}** {viz.esc(r.label)}" for k, r in enumerate(case.records, start=1)), unsafe_allow_html=True)
+
+
+def _token_from_click(system: str) -> None:
+    cell = ui.selected_cell(ss.get(f"insp_heat_{system}"))
+    if cell is not None:
+        ss[f"insp_token_{system}"] = cell[0]
+
+
+cols = st.columns(len(case.views))
+for col, (system, view) in zip(cols, case.views.items(), strict=True):
+    with col:
+        res = view.result
+        token = ss.get(f"insp_token_{system}")
+        ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None)
+        if view.report is not None:
+            ui.status_table(
+                [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]
+                + [{"#": None, "record": f"{h} (not in the input)", "status": "hallucinated"} for h in view.report.hallucinated],
+                key=f"insp_status_{system}",
+            )
+        if res is None or not res.attention:
+            st.caption("No attention: it belongs to the system that wrote this text.")
+            continue
+        if ss.get(f"insp_token_{system}", 0) >= len(res.tokens):
+            ss[f"insp_token_{system}"] = 0
+        t = st.selectbox(
+            "Token", list(range(len(res.tokens))), key=f"insp_token_{system}",
+            format_func=lambda i, r=res: f"{i}: {r.tokens[i]}",
+        )
+        st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}")
+        with st.expander("Full attention (click a cell to pick its token)"):
+            st.altair_chart(
+                viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),
+                on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}", selection_mode="cell",
+            )

@@ -1,0 +1,50 @@
+"""Results: dev-set metrics of every checkpoint, training curves, E[#segments] against K."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from segviz import service, ui, viz
+
+st.set_page_config(page_title="segviz · Results", page_icon="🧩", layout="wide")
+settings = ui.sidebar()
+dataset = settings["dataset"]
+
+st.title("Results")
+root = service.checkpoint_root()
+summaries = service.summarise_checkpoints(root)
+if not summaries:
+    st.warning(f"No checkpoints found in `{root}`. Train one with `python -m segviz.train --out {root}/e2e-seg`.")
+    st.stop()
+
+show_all = st.toggle("Show every dataset", value=False, key="results_all_datasets")
+shown = [s for s in summaries if show_all or s.dataset == dataset]
+for s in summaries:
+    if s.error and s in shown:
+        st.warning(f"`{s.name}`: {s.error}")
+if not shown:
+    st.warning(f"No {dataset} checkpoints in `{root}` yet (found: {', '.join(s.name for s in summaries)}).")
+    st.stop()
+
+st.subheader("Dev-set metrics")
+rows = service.metrics_rows(shown)
+without = [s.name for s in shown if not s.metrics and not s.error]
+if rows:
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="results_metrics")
+if without:
+    st.info(f"No metrics yet for {', '.join(without)} (written by `python -m segviz.evaluate` into metrics.json).")
+
+st.subheader("Training")
+df = viz.curves_frame({s.name: s.history for s in shown})
+if df.empty:
+    st.info("No training history yet (history.json is written after each epoch).")
+    st.stop()
+st.altair_chart(viz.loss_chart(df), key="results_loss")
+if df["series"].str.contains("exp_seg").any():
+    st.altair_chart(viz.segments_chart(df), key="results_segments")
+    st.caption("The granularity regulariser pulls E[#segments] towards K, the number of records (paper eq. 6, Fig. 3).")
+else:
+    st.info("No E[#segments] recorded (only segment-model checkpoints have it).")
+last = pd.DataFrame([{"checkpoint": s.name, "epochs": len(s.history), **(s.history[-1] if s.history else {})} for s in shown])
+st.dataframe(last, hide_index=True, width="stretch", key="results_last_epoch")

@@ -1,0 +1,83 @@
+"""Dev-set report of a checkpoint: generate with each constraint level, evaluate, store metrics.
+
+    python -m segviz.report --checkpoint checkpoints/e2e-seg [--constraints none r rm] [--beam 5]
+        [--data-dir DIR] [--out-dir runs/] [--no-meteor]
+
+For every level it runs the same steps as ``python -m segviz.generate`` then
+``python -m segviz.evaluate`` on the dev set, writes the outputs to ``--out-dir`` and the scores
+(plus generation time) to ``CHECKPOINT/metrics.json`` under ``dev.<level>`` (``dev.pg`` for PG).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from segviz import checkpoint as ckpt
+from segviz.data import default_data_dir
+from segviz.decode import CONSTRAINTS
+from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
+from segviz.generate import generate_all, read_inputs, write_outputs
+from segviz.model import SegmentModel
+
+log = logging.getLogger(__name__)
+
+
+def dev_source(dataset: str, data_dir: Path) -> Path:
+    return data_dir / "e2e" / "dev.csv" if dataset == "e2e" else data_dir / "webnlg" / "dev"
+
+
+def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True) -> dict:
+    c = ckpt.load(checkpoint)
+    src = dev_source(c.dataset, data_dir)
+    items = read_inputs(c.dataset, src)
+    metrics = dict(c.metrics)
+    dev = dict(metrics.get("dev", {}))
+    is_seg = isinstance(c.model, SegmentModel)
+    for level in levels if is_seg else ["pg"]:
+        t0 = time.perf_counter()
+        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam)
+        seconds = time.perf_counter() - t0
+        out = out_dir / f"{c.name}-{level}.{'tsv' if c.dataset == 'e2e' else 'txt'}"
+        write_outputs(c.dataset, [k for k, _ in items], results, out)
+        scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
+        scores.update(
+            beam=beam, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
+            outputs=str(out),
+        )
+        dev[level] = scores
+        print(f"{c.name} [{level}] " + " ".join(f"{k}={scores[k]:.4f}" if isinstance(scores[k], float) else f"{k}={scores[k]}" for k in KEYS)
+              + f" | {len(items)} inputs in {seconds:.0f} s, fallbacks {scores['fallbacks']}", flush=True)
+        metrics["dev"] = dev
+        ckpt.write_metrics(checkpoint, metrics)
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m segviz.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--constraints", nargs="+", choices=CONSTRAINTS, default=list(CONSTRAINTS))
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--out-dir", type=Path, default=Path("runs"))
+    p.add_argument("--no-meteor", action="store_true")
+    p.add_argument("--threads", type=int, default=0)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor)
+    except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,556 @@
+"""What the app's pages call: one function per user action, no Streamlit (DESIGN §3).
+
+Pages turn widgets into plain values, call one function here and render what comes back
+(dataclasses holding :class:`~segviz.decode.GenerationResult` and
+:class:`~segviz.faithfulness.FaithReport`). Everything raises :class:`RecordError` /
+:class:`OutputFileError` with a message meant for the user on bad input; nothing here imports
+Streamlit, so all of it is testable and usable from a notebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from segviz import decode, faithfulness
+from segviz.checkpoint import Checkpoint, CheckpointError
+from segviz.records import Record, RecordError, parse_e2e_mr, tokenize
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "CHECKPOINT_ENV",
+    "MAX_RECORDS",
+    "OutputFileError",
+    "SystemView",
+    "Comparison",
+    "Case",
+    "CheckpointSummary",
+    "checkpoint_root",
+    "checkpoint_path",
+    "checkpoint_stamp",
+    "columns",
+    "rows_from_records",
+    "records_from_rows",
+    "records_to_param",
+    "records_from_param",
+    "compare",
+    "generate_with_plan",
+    "sample_plans",
+    "run_systems",
+    "parse_output_file",
+    "cases_from_outputs",
+    "flagged_rows",
+    "status_rows",
+    "summarise_checkpoints",
+]
+
+CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
+MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
+SYSTEM_LABELS = {"seg": "Segment model (ours)", "pg": "Pointer-generator (PG)"}
+E2E_ATTRIBUTES = (
+    "name",
+    "eatType",
+    "food",
+    "priceRange",
+    "customer rating",
+    "area",
+    "familyFriendly",
+    "near",
+)
+FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated")
+
+
+class OutputFileError(ValueError):
+    """An uploaded system-output file cannot be read; the message names the line."""
+
+
+# ----- checkpoints ------------------------------------------------------------------------------
+
+
+def checkpoint_root() -> Path:
+    """``$SEGVIZ_CHECKPOINTS`` if set, else ``checkpoints/`` of the repository."""
+    env = os.environ.get(CHECKPOINT_ENV)
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def checkpoint_path(dataset: str, kind: str) -> Path:
+    """Where the app looks for the ``kind`` (seg / pg) model of ``dataset``."""
+    return checkpoint_root() / f"{dataset}-{kind}"
+
+
+def checkpoint_stamp(path: Path) -> float | None:
+    """Modification time of the weights (changes after every training epoch); ``None`` if absent."""
+    try:
+        return (Path(path) / "model.safetensors").stat().st_mtime
+    except OSError:
+        return None
+
+
+def missing_message(dataset: str, kind: str, error: Exception | str | None = None) -> str:
+    path = checkpoint_path(dataset, kind)
+    why = f" ({error})" if error else ""
+    return (
+        f"No usable {SYSTEM_LABELS.get(kind, kind)} checkpoint for {dataset} at `{path}`{why}. "
+        f"It may not be trained yet: run `python -m segviz.train --dataset {dataset} --model {kind} "
+        f"--out {path}`, or point ${CHECKPOINT_ENV} at a folder holding `{dataset}-{kind}/`."
+    )
+
+
+# ----- records <-> table rows <-> URL ------------------------------------------------------------
+
+
+def columns(dataset: str) -> list[str]:
+    """Columns of the records editor."""
+    return ["subject", "predicate", "object"] if dataset == "webnlg" else ["attribute", "value"]
+
+
+def rows_from_records(dataset: str, records: Sequence[Record]) -> list[dict]:
+    if dataset == "webnlg":
+        return [{"subject": r.subject or "", "predicate": r.attribute, "object": r.value} for r in records]
+    return [{"attribute": r.attribute, "value": r.value} for r in records]
+
+
+def _cell(row: dict, col: str) -> str:
+    v = row.get(col)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v).strip()
+
+
+@dataclass
+class ParsedRecords:
+    records: list[Record]
+    warnings: list[str] = field(default_factory=list)
+
+
+def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
+    """Editor rows -> records. Fully blank rows are skipped; raises :class:`RecordError` on a
+    partly blank row, a duplicate attribute / triple, no records, or more than ``MAX_RECORDS``.
+    Unknown E2E attributes only warn (the model copies what it does not know)."""
+    cols = columns(dataset)
+    records: list[Record] = []
+    warnings: list[str] = []
+    seen: dict[tuple, int] = {}
+    for n, row in enumerate(rows, start=1):
+        cells = [_cell(row, c) for c in cols]
+        if not any(cells):
+            continue
+        blank = [c for c, v in zip(cols, cells, strict=True) if not v]
+        if blank:
+            raise RecordError(f"row {n}: {' and '.join(blank)} is blank; fill it in or delete the row")
+        if dataset == "webnlg":
+            rec = Record(attribute=cells[1], value=cells[2], subject=cells[0])
+            ident: tuple = (rec.subject, rec.attribute, rec.value)
+            what = f"triple {rec.label!r}"
+        else:
+            rec = Record(cells[0], cells[1])
+            ident = (rec.attribute,)
+            what = f"attribute {rec.attribute!r}"
+            if rec.attribute not in E2E_ATTRIBUTES:
+                warnings.append(
+                    f"row {n}: {rec.attribute!r} is not an E2E attribute ({', '.join(E2E_ATTRIBUTES)}); "
+                    "the models never saw it in training"
+                )
+        if ident in seen:
+            raise RecordError(
+                f"row {n}: duplicate {what} (also in row {seen[ident]}); each record may appear once"
+            )
+        if not rec.tokens:
+            raise RecordError(f"row {n}: {rec.label!r} contains no words")
+        seen[ident] = n
+        records.append(rec)
+    if not records:
+        raise RecordError(
+            "no records: add at least one row" + (" (attribute and value)" if dataset == "e2e" else "")
+        )
+    if len(records) > MAX_RECORDS:
+        raise RecordError(f"{len(records)} records given; the app handles at most {MAX_RECORDS} per input")
+    return ParsedRecords(records, warnings)
+
+
+def records_to_param(records: Sequence[Record]) -> str:
+    """Records -> a compact JSON string for the URL (``?records=``)."""
+    return json.dumps(
+        [
+            [r.subject, r.attribute, r.value] if r.subject is not None else [r.attribute, r.value]
+            for r in records
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def records_from_param(dataset: str, param: str) -> list[Record]:
+    """Inverse of :func:`records_to_param`, validated like the editor (raises RecordError)."""
+    try:
+        items = json.loads(param)
+    except (json.JSONDecodeError, TypeError) as e:
+        raise RecordError(f"the link's records parameter is not valid JSON ({e})") from e
+    if not isinstance(items, list) or not all(isinstance(i, list) for i in items):
+        raise RecordError("the link's records parameter must be a list of [attribute, value] pairs")
+    cols = columns(dataset)
+    rows = [dict(zip(cols, (str(x) for x in item), strict=False)) for item in items]
+    if any(len(item) != len(cols) for item in items):
+        raise RecordError(f"the link's records must have {len(cols)} parts each ({', '.join(cols)})")
+    return records_from_rows(dataset, rows).records
+
+
+# ----- generation ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SystemView:
+    """One system's output for one input, its faithfulness verdicts, or why there is none."""
+
+    system: str  # "seg", "pg", or the name of an uploaded system
+    result: decode.GenerationResult | None = None
+    report: faithfulness.FaithReport | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return SYSTEM_LABELS.get(self.system, self.system)
+
+
+@dataclass
+class Comparison:
+    """The playground's answer: both systems on one input."""
+
+    dataset: str
+    records: list[Record]
+    constraints: str
+    beam: int
+    seg: SystemView
+    pg: SystemView
+    warnings: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _threads(n: int):
+    """Beam search on one input is many tiny matrix products: one thread avoids the overhead of
+    waking (and fighting for) the others."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _unknown_words(ck: Checkpoint | None, records: Sequence[Record]) -> list[str]:
+    if ck is None:
+        return []
+    return sorted({t for r in records for t in r.tokens if t not in ck.vocab.stoi})
+
+
+def _check(dataset: str, records: list[Record], view: SystemView) -> SystemView:
+    if view.result is not None:
+        view.report = faithfulness.check(dataset, records, view.result.text)
+    return view
+
+
+def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None) -> SystemView:
+    if seg is None:
+        return SystemView("seg", error=missing_message(dataset, "seg"))
+    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan)
+    return _check(dataset, records, SystemView("seg", res))
+
+
+def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam) -> SystemView:
+    if pg is None:
+        return SystemView("pg", error=missing_message(dataset, "pg"))
+    res = decode.generate_pg(pg.model, pg.vocab, records, beam)
+    if seg is not None:  # PG has no segments of its own: the segment model aligns its text
+        decode.align_result(res, seg.model, seg.vocab, records)
+    return _check(dataset, records, SystemView("pg", res))
+
+
+def compare(
+    dataset: str,
+    records: list[Record],
+    seg: Checkpoint | None,
+    pg: Checkpoint | None,
+    constraints: str = "rm",
+    beam: int = 5,
+) -> Comparison:
+    """Both systems on ``records``: texts, segments (PG's by forced alignment), attention and
+    per-record verdicts. A missing checkpoint yields a :class:`SystemView` with ``error`` set."""
+    if constraints not in decode.CONSTRAINTS:
+        raise ValueError(f"constraints must be one of {decode.CONSTRAINTS}")
+    if not 1 <= beam <= 20:
+        raise ValueError("beam size must be between 1 and 20")
+    warnings = []
+    unknown = _unknown_words(seg or pg, records)
+    if unknown:
+        shown = ", ".join(unknown[:12]) + (" …" if len(unknown) > 12 else "")
+        warnings.append(f"Words the models have never seen (they can only be copied from the input): {shown}")
+    with _threads(1):
+        seg_view = _run_seg(dataset, records, seg, constraints, beam)
+        pg_view = _run_pg(dataset, records, pg, seg, beam)
+    return Comparison(dataset, list(records), constraints, beam, seg_view, pg_view, warnings)
+
+
+def generate_with_plan(
+    dataset: str, records: list[Record], seg: Checkpoint, plan: list[int], beam: int = 5
+) -> SystemView:
+    """The segment model's output with the record order forced to ``plan`` (record ids 1..K)."""
+    if sorted(plan) != list(range(1, len(records) + 1)):
+        raise RecordError(f"the plan must order every record exactly once (1..{len(records)}), got {plan}")
+    with _threads(1):
+        return _run_seg(dataset, records, seg, "rm", beam, plan=list(plan))
+
+
+def sample_plans(
+    dataset: str, records: list[Record], seg: Checkpoint, n: int = 3, seed: int = 0, beam: int = 5
+) -> list[SystemView]:
+    """Up to ``n`` distinct record orders sampled from the transition model, each decoded with
+    the order forced (paper appendix B).
+
+    Like :func:`segviz.decode.sample_structures`, but the sampling pass uses ``+R`` instead of
+    ``+RM``: a sample that never visits some record can still end (``+RM`` would run to
+    ``max_len`` and be thrown away); records it skipped are appended to its order.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    dec = decode.SegmentDecoder(seg.model, seg.vocab)
+    K = len(records)
+    plans: list[list[int]] = []
+    with _threads(1):
+        for _ in range(3 * n):
+            hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
+            if hyp is None:
+                continue
+            order = list(dict.fromkeys(j for _, _, j in hyp.segments if j > 0))
+            order += [j for j in range(1, K + 1) if j not in order]
+            if order not in plans:
+                plans.append(order)
+            if len(plans) >= n:
+                break
+        results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p) for p in plans]
+    return [_check(dataset, records, SystemView("seg", r)) for r in results]
+
+
+def status_rows(comparison: Comparison) -> list[dict]:
+    """One row per input record (plus one per hallucinated attribute): each system's verdict."""
+    views = [v for v in (comparison.seg, comparison.pg) if v.report is not None]
+    rows = []
+    for k, rec in enumerate(comparison.records, start=1):
+        row = {"#": k, "record": rec.label}
+        for v in views:
+            row[v.label] = v.report.per_record[k - 1].status
+        rows.append(row)
+    extra = sorted({h for v in views for h in v.report.hallucinated})
+    for h in extra:
+        row = {"#": None, "record": f"{h} (not in the input)"}
+        for v in views:
+            row[v.label] = "hallucinated" if h in v.report.hallucinated else "—"
+        rows.append(row)
+    return rows
+
+
+# ----- hallucination inspector ---------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One input of a batch run and every system's output for it."""
+
+    index: int
+    key: str
+    records: list[Record]
+    views: dict[str, SystemView]
+
+
+def run_systems(
+    dataset: str,
+    inputs: Sequence[tuple[str, list[Record]]],
+    seg: Checkpoint | None,
+    pg: Checkpoint | None,
+    constraints: str = "rm",
+    beam: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Case]:
+    """Both systems over ``inputs`` (``(key, records)`` pairs); ``progress(done, total)`` after each."""
+    cases = []
+    total = len(inputs)
+    for i, (key, records) in enumerate(inputs):
+        cmp = compare(dataset, records, seg, pg, constraints, beam)
+        views = {v.system: v for v in (cmp.seg, cmp.pg) if v.result is not None}
+        cases.append(Case(i, key, list(records), views))
+        if progress:
+            progress(i + 1, total)
+    return cases
+
+
+def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str]]:
+    """An E2E system-output file, one ``MR<TAB>output`` per line (a ``mr``/``output`` header line
+    is skipped), into ``(records, text)`` pairs. Raises :class:`OutputFileError` naming the line."""
+    if dataset != "e2e":
+        raise OutputFileError("uploaded output files are supported for E2E only (MR<TAB>output lines)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise OutputFileError(f"the file is not UTF-8 text ({e.reason} at byte {e.start})") from e
+    if "\x00" in text:
+        raise OutputFileError("the file is binary, not a tab-separated text file")
+    pairs = []
+    reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
+    for n, cols in enumerate(reader, start=1):
+        if not cols or not "".join(cols).strip():
+            continue
+        if n == 1 and cols[0].strip().lower() in ("mr", "meaning representation"):
+            continue
+        if len(cols) != 2:
+            raise OutputFileError(
+                f"line {n}: expected 2 tab-separated columns (MR<TAB>output), found {len(cols)}"
+            )
+        mr, out = cols[0].strip(), cols[1].strip()
+        try:
+            records = parse_e2e_mr(mr)
+        except RecordError as e:
+            raise OutputFileError(f"line {n}: {e}") from e
+        if not out:
+            raise OutputFileError(f"line {n}: the output text is empty")
+        if len(records) > MAX_RECORDS:
+            raise OutputFileError(f"line {n}: {len(records)} records; at most {MAX_RECORDS} are supported")
+        pairs.append((records, out))
+    if not pairs:
+        raise OutputFileError("the file holds no MR<TAB>output lines")
+    return pairs
+
+
+def cases_from_outputs(
+    dataset: str,
+    pairs: Sequence[tuple[list[Record], str]],
+    seg: Checkpoint | None,
+    system: str = "uploaded",
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Case]:
+    """Another system's texts as cases: aligned by the segment model (when loaded) and checked.
+    They have no attention (it belongs to the system that wrote them)."""
+    cases = []
+    for i, (records, text) in enumerate(pairs):
+        t0 = time.perf_counter()
+        tokens = tokenize(text)
+        res = decode.GenerationResult(
+            system=system,
+            records=[(k + 1, r.label, r.tokens) for k, r in enumerate(records)],
+            tokens=tokens,
+            text=text,
+            segments=[],
+            attention=[],
+            source_tokens=[t for r in records for t in r.tokens],
+            record_of_source_token=[k + 1 for k, r in enumerate(records) for _ in r.tokens],
+        )
+        if seg is not None and tokens:
+            with _threads(1):
+                decode.align_result(res, seg.model, seg.vocab, records)
+        res.elapsed_ms = (time.perf_counter() - t0) * 1000
+        view = _check(dataset, records, SystemView(system, res))
+        cases.append(Case(i, f"line {i + 1}", list(records), {system: view}))
+        if progress:
+            progress(i + 1, len(pairs))
+    return cases
+
+
+def flagged_rows(cases: Sequence[Case]) -> list[dict]:
+    """One row per flag (wrong / repeated / missing / hallucinated) of any system in any case."""
+    rows = []
+    for case in cases:
+        for view in case.views.values():
+            if view.report is None:
+                continue
+            flags = [(v.status, v.label) for v in view.report.per_record if v.status != "realised"]
+            flags += [("hallucinated", h) for h in view.report.hallucinated]
+            for kind, record in flags:
+                rows.append(
+                    {
+                        "case": case.index,
+                        "system": view.label,
+                        "kind": kind,
+                        "record": record,
+                        "text": view.result.text if view.result else "",
+                    }
+                )
+    return rows
+
+
+# ----- results -------------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckpointSummary:
+    """What the Results page shows of one checkpoint folder (read without loading weights)."""
+
+    name: str
+    path: Path
+    dataset: str = "?"
+    kind: str = "?"
+    history: list[dict] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def _read(path: Path, default):
+    if not path.exists():
+        return default
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path.name} is unreadable ({e})") from e
+
+
+def summarise_checkpoints(root: Path | None = None) -> list[CheckpointSummary]:
+    """Every checkpoint folder under ``root`` (default :func:`checkpoint_root`): dataset, kind,
+    training history and dev metrics, or the reason it cannot be read."""
+    root = Path(root) if root is not None else checkpoint_root()
+    out = []
+    if not root.is_dir():
+        return out
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        s = CheckpointSummary(d.name, d)
+        try:
+            config = _read(d / "config.json", None)
+            if not isinstance(config, dict):
+                raise CheckpointError("no config.json (training has not written its first epoch yet?)")
+            s.dataset = str(config.get("dataset", "?"))
+            s.kind = str(config.get("model", {}).get("kind", "?"))
+            hist = _read(d / "history.json", [])
+            s.history = [h for h in hist if isinstance(h, dict)] if isinstance(hist, list) else []
+            metrics = _read(d / "metrics.json", {})
+            s.metrics = metrics if isinstance(metrics, dict) else {}
+        except CheckpointError as e:
+            s.error = str(e)
+        out.append(s)
+    return out
+
+
+def metrics_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
+    """Flatten metrics into one row per (checkpoint, constraint level). A metrics dict is either
+    flat (``{"bleu": …}``) or keyed by level (``{"rm": {"bleu": …}, …}``); both are shown."""
+    rows = []
+    for s in summaries:
+        flat = {k: v for k, v in s.metrics.items() if not isinstance(v, dict)}
+        nested = {k: v for k, v in s.metrics.items() if isinstance(v, dict)}
+        if flat:
+            rows.append({"checkpoint": s.name, "level": "—", **_numbers(flat)})
+        for level, m in nested.items():
+            rows.append(
+                {"checkpoint": s.name, "level": decode.CONSTRAINT_LABELS.get(level, level), **_numbers(m)}
+            )
+    return rows
+
+
+def _numbers(d: dict) -> dict:
+    return {k: v for k, v in d.items() if isinstance(v, int | float | str) and not isinstance(v, bool)}

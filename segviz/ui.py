@@ -1,0 +1,219 @@
+"""The only segviz module that imports Streamlit: cached loaders, shared sidebar, small renderers.
+
+Every page calls :func:`sidebar` first, so a deep link to any page works on its own. Models are
+loaded once per server process (``st.cache_resource``) keyed by path *and* the weights' mtime,
+so a checkpoint that training rewrites after each epoch is picked up on the next run. Results
+are cached with ``st.cache_data`` keyed by the request, so a rerun that does not generate
+recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from segviz import checkpoint as ckpt
+from segviz import decode, service, viz
+from segviz.data import DataError, default_data_dir, load_split, unique_inputs
+from segviz.records import Record, RecordError
+
+log = logging.getLogger(__name__)
+
+DATASET_LABELS = {"e2e": "E2E (restaurants)", "webnlg": "WebNLG (DBpedia triples)"}
+STATUS_ICONS = {"realised": "✓ realised", "missing": "– missing", "repeated": "↻ repeated", "wrong": "✗ wrong",
+                "hallucinated": "+ hallucinated"}  # fmt: skip  (no emoji: not every browser has the font)
+MAX_DEV_INPUTS = 300  # dev inputs offered by the example pickers
+
+
+@st.cache_resource(show_spinner="Loading model…", max_entries=8)
+def load_checkpoint(path: str, stamp: float | None = None) -> ckpt.Checkpoint:
+    """Checkpoints are loaded once per server process, keyed by path and weights mtime."""
+    return ckpt.load(Path(path))
+
+
+def checkpoint_key(dataset: str, kind: str) -> tuple[str, float] | None:
+    """``(path, mtime)`` of the checkpoint the app uses for ``dataset``/``kind``; None if absent."""
+    path = service.checkpoint_path(dataset, kind)
+    stamp = service.checkpoint_stamp(path)
+    return None if stamp is None else (str(path), stamp)
+
+
+def get_checkpoint(dataset: str, kind: str) -> tuple[ckpt.Checkpoint | None, str | None]:
+    """The checkpoint, or ``None`` and a message saying why it is unusable."""
+    key = checkpoint_key(dataset, kind)
+    if key is None:
+        return None, service.missing_message(dataset, kind)
+    try:
+        return load_checkpoint(*key), None
+    except ckpt.CheckpointError as e:
+        return None, service.missing_message(dataset, kind, e)
+
+
+def _from_key(key: tuple[str, float] | None) -> ckpt.Checkpoint | None:
+    if key is None:
+        return None
+    try:
+        return load_checkpoint(*key)
+    except ckpt.CheckpointError:
+        return None
+
+
+def sidebar() -> dict:
+    """Shared sidebar: dataset switch (kept in the URL as ``?dataset=``) and which checkpoints
+    were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
+    qp = st.query_params
+    default = qp.get("dataset", "e2e")
+    options = list(DATASET_LABELS)
+    index = options.index(default) if default in options else 0
+    dataset = st.sidebar.radio(
+        "Dataset", options, index=index, format_func=DATASET_LABELS.get, key="sidebar_dataset"
+    )
+    if qp.get("dataset") != dataset:
+        qp["dataset"] = dataset
+    found = {}
+    with st.sidebar.expander("Checkpoints", expanded=False):
+        for kind in ("seg", "pg"):
+            key = checkpoint_key(dataset, kind)
+            found[kind] = key[0] if key else None
+            mark = "found" if key else "**missing**"
+            st.markdown(f"{service.SYSTEM_LABELS[kind]}: {mark}  \n`{service.checkpoint_path(dataset, kind)}`")
+    return {"dataset": dataset, "checkpoints": found}
+
+
+# ----- cached service calls -------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner="Generating with both models…", max_entries=128)
+def compare(dataset: str, records_param: str, constraints: str, beam: int, seg_key, pg_key) -> service.Comparison:
+    """:func:`segviz.service.compare`, cached by request and checkpoint versions."""
+    records = service.records_from_param(dataset, records_param)
+    return service.compare(dataset, records, _from_key(seg_key), _from_key(pg_key), constraints, beam)
+
+
+@st.cache_data(show_spinner="Decoding with the plan…", max_entries=128)
+def generate_with_plan(dataset: str, records_param: str, plan: tuple[int, ...], beam: int, seg_key) -> service.SystemView:
+    records = service.records_from_param(dataset, records_param)
+    return service.generate_with_plan(dataset, records, _from_key(seg_key), list(plan), beam)
+
+
+@st.cache_data(show_spinner="Sampling structures…", max_entries=64)
+def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int, seg_key) -> list[service.SystemView]:
+    records = service.records_from_param(dataset, records_param)
+    return service.sample_plans(dataset, records, _from_key(seg_key), n, seed, beam)
+
+
+def dev_inputs(dataset: str) -> tuple[list[tuple[str, list[Record]]], str | None]:
+    """Distinct dev inputs ``(key, records)`` (at most ``MAX_DEV_INPUTS``), or a message why none."""
+    return _dev_inputs(dataset, str(default_data_dir()))
+
+
+@st.cache_data(show_spinner="Reading the dev set…", max_entries=4)
+def _dev_inputs(dataset: str, data_dir: str) -> tuple[list[tuple[str, list[Record]]], str | None]:
+    try:
+        exs = unique_inputs(load_split(dataset, "dev", data_dir))
+    except (DataError, RecordError, OSError, ValueError) as e:
+        return [], f"Dev data unavailable ({e}). Using the bundled examples only."
+    return [(ex.key, ex.records) for ex in exs[:MAX_DEV_INPUTS]], None
+
+
+# ----- renderers ---------------------------------------------------------------------------------------
+
+
+def show_messages(warnings: list[str]) -> None:
+    for w in warnings:
+        st.warning(w)
+
+
+def show_output(view: service.SystemView, records: list[Record], highlight_token=None, highlight_record=None) -> None:
+    """One system's coloured text, legend and timing (or why it has none)."""
+    st.markdown(f"**{view.label}**")
+    if view.error:
+        st.error(view.error)
+        return
+    res = view.result
+    if res.fallback_used:
+        st.warning("The constraints (or the forced plan) could not be met; this is the best unconstrained output.")
+    st.markdown(viz.segments_html(res, records, highlight_token, highlight_record), unsafe_allow_html=True)
+    st.markdown(viz.legend_html(res, highlight_record), unsafe_allow_html=True)
+    how = "segments from forced alignment by the segment model" if res.system == "pg" else "segments as decoded"
+    if res.system == "pg" and not res.segments:
+        how = "not aligned (no segment model loaded)"
+    plan = f" · plan {res.plan}" if res.plan else ""
+    st.caption(f"{how}{plan} · {len(res.tokens)} tokens · {res.elapsed_ms:.0f} ms")
+
+
+def status_table(rows: list[dict], key: str) -> None:
+    """Per-record verdicts with icons and words (not colour alone)."""
+    if not rows:
+        st.info("No verdicts (no system produced an output).")
+        return
+    df = pd.DataFrame(rows)
+    for col in df.columns[2:]:
+        df[col] = df[col].map(lambda s: STATUS_ICONS.get(s, s))
+    st.dataframe(df, hide_index=True, key=key, width="stretch")
+
+
+def selected_cell(event) -> tuple[int, int] | None:
+    """``(t, i)`` of the clicked heatmap cell in an ``st.altair_chart`` selection event."""
+    try:
+        points = event.selection.get("cell") or []
+    except AttributeError:
+        return None
+    if isinstance(points, dict):
+        points = [points]
+    for p in points:
+        if isinstance(p, dict) and "t" in p and "i" in p:
+            return int(p["t"]), int(p["i"])
+    return None
+
+
+def constraint_picker(key: str, default: str = "rm") -> str:
+    options = list(decode.CONSTRAINTS)
+    return st.radio(
+        "Constraints", options, index=options.index(default) if default in options else 2,
+        format_func=decode.CONSTRAINT_LABELS.get, horizontal=True, key=key,
+        help="ours: segments are non-empty · +R: each record at most once · +RM: and every record before the end",
+    )
+
+
+def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_key) -> list[service.Case]:
+    """Both systems over the first ``n`` dev inputs (bundled examples when there is no dev set),
+    with a progress bar while decoding; cached by request, data folder and checkpoint versions."""
+    return _run_systems(dataset, str(default_data_dir()), n, constraints, beam, seg_key, pg_key)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: int, seg_key, pg_key) -> list[service.Case]:
+    inputs = dev_inputs(dataset)[0] or list(_bundled(dataset).items())
+    bar = st.progress(0.0, text="Decoding…")  # created inside: the cache can replay it
+    cases = service.run_systems(
+        dataset, inputs[:n], _from_key(seg_key), _from_key(pg_key), constraints, beam,
+        progress=progress_callback(bar, "Decoding"),
+    )
+    bar.empty()
+    return cases
+
+
+@st.cache_data(show_spinner="Aligning and checking the uploaded outputs…", max_entries=16)
+def cases_from_file(dataset: str, data: bytes, seg_key) -> list[service.Case]:
+    """An uploaded ``MR<TAB>output`` file as cases (raises OutputFileError, not cached)."""
+    pairs = service.parse_output_file(dataset, data)
+    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key))
+
+
+def _bundled(dataset: str) -> dict[str, list[Record]]:
+    from segviz.examples import examples_for
+
+    return examples_for(dataset)
+
+
+def progress_callback(bar, what: str):
+    """A ``progress(done, total)`` callback that drives an ``st.progress`` bar."""
+
+    def update(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"{what}: {done}/{total}")
+
+    return update

@@ -1,0 +1,270 @@
+"""Colours, escaped segment HTML and Altair figures built from results; no Streamlit.
+
+Every piece of model or user text that ends up in HTML goes through :func:`esc`, which escapes
+HTML *and* the characters Markdown / KaTeX would interpret (``$ * _ ` [ ] \\ ~ # |``), so a value
+such as ``<script>``, ``**bold**`` or ``$5`` is shown literally by ``st.markdown``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from segviz.decode import GenerationResult
+from segviz.records import Record
+
+__all__ = [
+    "PALETTE",
+    "NULL_COLOUR",
+    "esc",
+    "record_colour",
+    "display_tokens",
+    "segments_html",
+    "legend_html",
+    "attention_frame",
+    "attention_chart",
+    "attention_bar",
+    "max_attention",
+    "curves_frame",
+    "loss_chart",
+    "segments_chart",
+]
+
+# ColorBrewer Set3: light enough for black text on top, distinguishable for most readers; the
+# record number and name are always printed as well, so colour is never the only cue.
+PALETTE = (
+    "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
+    "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5",
+)  # fmt: skip
+NULL_COLOUR = "#e3e3e3"
+
+_MD = {c: f"&#{ord(c)};" for c in "$*_`[]\\~#|{}"}
+
+
+def esc(text: object) -> str:
+    """HTML-escape ``text`` and neutralise Markdown/LaTeX characters (shown literally)."""
+    s = html.escape(str(text), quote=True)
+    return "".join(_MD.get(c, c) for c in s).replace("\n", " ")
+
+
+def record_colour(k: int | None) -> str:
+    """Background colour of record ``k`` (1..K); grey for the null record (``None`` / 0)."""
+    return NULL_COLOUR if not k else PALETTE[(k - 1) % len(PALETTE)]
+
+
+# ----- text --------------------------------------------------------------------------------------
+
+_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", "%", ")", "]", "}", "'s", "n't"}
+_NO_SPACE_AFTER = {"£", "$", "€", "(", "[", "{", "-"}
+_WORD = re.compile(r"\w+", re.UNICODE)
+# function words get a record's casing ("The Old Mill") only inside a cased name, not alone
+_FUNCTION_WORDS = {"the", "a", "an", "of", "and", "in", "on", "at", "near", "by", "for", "to", "with"}
+
+
+def display_tokens(tokens: Sequence[str], records: Sequence[Record] = ()) -> list[tuple[str, bool]]:
+    """``(text, space_before)`` per token, with record casing restored and sentences capitalised
+    (the same rules as :func:`segviz.records.detokenize`, token by token)."""
+    casing = {}
+    for r in records:
+        for text in (r.value, r.subject or ""):
+            for w in _WORD.findall(text.replace("_", " ")):
+                if w != w.lower():
+                    casing.setdefault(w.lower(), w)
+    out = []
+    prev = None
+    for n, tok in enumerate(tokens):
+        nxt = tokens[n + 1] if n + 1 < len(tokens) else None
+        word = tok if tok in _FUNCTION_WORDS and nxt not in casing else casing.get(tok, tok)
+        if prev is None or prev in {".", "!", "?"}:
+            word = word[:1].upper() + word[1:]
+        space = prev is not None and not (tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-")
+        out.append((word, space))
+        prev = tok
+    return out
+
+
+def _short(label: str, n: int = 28) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def segments_html(
+    result: GenerationResult,
+    records: Sequence[Record] = (),
+    highlight_token: int | None = None,
+    highlight_record: int | None = None,
+) -> str:
+    """The output text, each segment on the colour of its record and tagged with the record's
+    number and name (``null`` segments grey). Token ``highlight_token`` gets a frame; segments
+    of ``highlight_record`` a thick underline. Without segments the text is shown plain."""
+    shown = display_tokens(result.tokens, records)
+    names = {k: label for k, label, _ in result.records}
+    segments = result.segments or [(0, len(result.tokens), -1)]
+    parts = []
+    for start, end, k in segments:
+        toks = []
+        for t in range(start, end):
+            word, space = shown[t]
+            style = "outline:2px solid #000;font-weight:bold;" if t == highlight_token else ""
+            toks.append((" " if space and t > start else "") + f'<span data-t="{t}" style="{style}">{esc(word)}</span>')
+        lead = " " if start > 0 and shown[start][1] else ""
+        if k == -1:  # no alignment
+            parts.append(lead + "".join(toks))
+            continue
+        tag = "null" if k is None else f"{k} {_short(names.get(k, '?'))}"
+        border = "border-bottom:3px solid #000;" if k is not None and k == highlight_record else ""
+        parts.append(
+            f'{lead}<span class="seg" data-record="{k or 0}" style="background:{record_colour(k)};'
+            f'padding:1px 3px;border-radius:4px;line-height:2.1;{border}">{"".join(toks)}'
+            f'<sub style="font-size:0.65em;color:#333;margin-left:2px">{esc(tag)}</sub></span>'
+        )
+    if not result.tokens:
+        parts = ["<em>(empty output)</em>"]
+    return f'<div class="segviz-text" style="font-size:1.05em">{"".join(parts)}</div>'
+
+
+def legend_html(result: GenerationResult, highlight_record: int | None = None) -> str:
+    """Chips ``k name`` in each record's colour, plus the null record."""
+    chips = []
+    for k, label, _ in result.records:
+        border = "2px solid #000" if k == highlight_record else "1px solid #999"
+        chips.append(
+            f'<span data-record="{k}" style="background:{record_colour(k)};border:{border};border-radius:10px;'
+            f'padding:1px 8px;margin:2px;display:inline-block">{k} {esc(label)}</span>'
+        )
+    chips.append(
+        f'<span data-record="0" style="background:{NULL_COLOUR};border:1px solid #999;border-radius:10px;'
+        'padding:1px 8px;margin:2px;display:inline-block">null (no record)</span>'
+    )
+    return f'<div class="segviz-legend">{"".join(chips)}</div>'
+
+
+# ----- attention ---------------------------------------------------------------------------------
+
+
+def attention_frame(result: GenerationResult) -> pd.DataFrame:
+    """Long table ``t, i, out, src, record, weight``: one row per (output token, source token)."""
+    rec_label = {k: label for k, label, _ in result.records}
+    rows = []
+    for t, row in enumerate(result.attention[: len(result.tokens)]):
+        for i, w in enumerate(row[: len(result.source_tokens)]):
+            k = result.record_of_source_token[i]
+            rows.append({
+                "t": t, "i": i, "out": f"{t:02d} {result.tokens[t]}",
+                "src": f"{i:02d} r{k}:{result.source_tokens[i]}", "record": k,
+                "record_label": f"{k} {rec_label.get(k, '')}", "weight": float(w),
+            })
+    return pd.DataFrame(rows, columns=["t", "i", "out", "src", "record", "record_label", "weight"])
+
+
+def max_attention(results: Sequence[GenerationResult | None]) -> float:
+    """Upper end of the shared colour scale of several heatmaps."""
+    m = max((max(row) for r in results if r is not None for row in r.attention if row), default=0.0)
+    return float(m) if m > 0 else 1.0
+
+
+def _record_scale(result: GenerationResult) -> alt.Scale:
+    ks = [k for k, _, _ in result.records]
+    return alt.Scale(domain=[f"{k} {label}" for k, label, _ in result.records], range=[record_colour(k) for k in ks])
+
+
+def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = "") -> alt.VConcatChart:
+    """Heatmap output tokens × source tokens (``mark_rect``) under a strip that marks which
+    record each source token belongs to. Clicking a cell selects ``{t, i}`` (param ``cell``)."""
+    df = attention_frame(result)
+    T, N = len(result.tokens), len(result.source_tokens)
+    width = max(200, min(900, 14 * N))
+    cell = alt.selection_point(name="cell", fields=["t", "i"], on="click", toggle=False)
+    x = alt.X("src:N", sort=None, title="source tokens (r = record)", axis=alt.Axis(labelAngle=-60))
+    heat = (
+        alt.Chart(df, width=width, height=max(120, min(700, 14 * T)))
+        .mark_rect()
+        .encode(
+            x=x,
+            y=alt.Y("out:N", sort=None, title="output tokens"),
+            color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, vmax], scheme="blues"), title="attention"),
+            stroke=alt.condition(cell, alt.value("#d62728"), alt.value(None)),
+            strokeWidth=alt.condition(cell, alt.value(2), alt.value(0)),
+            tooltip=["out", "src", "record_label", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .add_params(cell)
+    )
+    strip_df = df.drop_duplicates("i") if len(df) else df
+    strip = (
+        alt.Chart(strip_df, width=width, height=14, title=title)
+        .mark_rect()
+        .encode(
+            x=alt.X("src:N", sort=None, axis=None),
+            color=alt.Color("record_label:N", scale=_record_scale(result), title="record", legend=alt.Legend(orient="bottom")),
+            tooltip=["record_label", "src"],
+        )
+    )
+    return alt.vconcat(strip, heat, spacing=2).resolve_scale(color="independent")
+
+
+def attention_bar(result: GenerationResult, t: int) -> alt.Chart:
+    """Attention of output token ``t`` over the source tokens, bars coloured by record."""
+    df = attention_frame(result)
+    df = df[df["t"] == t]
+    return (
+        alt.Chart(df, height=220, title=f"attention while writing token {t}: {result.tokens[t]!r}")
+        .mark_bar()
+        .encode(
+            x=alt.X("src:N", sort=None, title="source tokens", axis=alt.Axis(labelAngle=-60)),
+            y=alt.Y("weight:Q", title="attention", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("record_label:N", scale=_record_scale(result), title="record"),
+            tooltip=["src", "record_label", alt.Tooltip("weight:Q", format=".3f")],
+        )
+    )
+
+
+# ----- training curves -----------------------------------------------------------------------------
+
+
+def curves_frame(histories: dict[str, list[dict]]) -> pd.DataFrame:
+    """``{checkpoint: history}`` -> long table ``checkpoint, epoch, series, value`` (NaN dropped)."""
+    rows = []
+    for name, hist in histories.items():
+        for h in hist:
+            for key, v in h.items():
+                if key != "epoch" and isinstance(v, int | float) and v == v and "epoch" in h:
+                    rows.append({"checkpoint": name, "epoch": h["epoch"], "series": key, "value": float(v)})
+    return pd.DataFrame(rows, columns=["checkpoint", "epoch", "series", "value"])
+
+
+def loss_chart(df: pd.DataFrame) -> alt.Chart:
+    """Training / validation NLL per epoch, one colour per checkpoint, dashed for validation."""
+    d = df[df["series"].isin(["train_loss", "train_nll", "val_nll"])]
+    return (
+        alt.Chart(d, height=260, title="Loss per epoch")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("epoch:Q", title="epoch"),
+            y=alt.Y("value:Q", title="loss / NLL per token"),
+            color=alt.Color("checkpoint:N"),
+            strokeDash=alt.StrokeDash("series:N"),
+            tooltip=["checkpoint", "series", "epoch", alt.Tooltip("value:Q", format=".4f")],
+        )
+    )
+
+
+def segments_chart(df: pd.DataFrame) -> alt.Chart:
+    """E[#segments] against K (the number of records) during training (paper Fig. 3 in spirit)."""
+    d = df[df["series"].isin(["train_exp_seg", "val_exp_seg", "train_K", "val_K"])].copy()
+    d["quantity"] = d["series"].map(
+        {"train_exp_seg": "E[#segments] (train)", "val_exp_seg": "E[#segments] (dev)", "train_K": "K (train)", "val_K": "K (dev)"}
+    )
+    return (
+        alt.Chart(d, height=260, title="Expected number of segments vs. K")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("epoch:Q", title="epoch"),
+            y=alt.Y("value:Q", title="segments / records per text"),
+            color=alt.Color("quantity:N"),
+            strokeDash=alt.StrokeDash("checkpoint:N"),
+            tooltip=["checkpoint", "quantity", "epoch", alt.Tooltip("value:Q", format=".2f")],
+        )
+    )

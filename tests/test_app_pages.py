@@ -1,0 +1,196 @@
+"""AppTest of the Plan editor, Hallucination inspector and Results pages on tiny checkpoints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from segviz import service
+from segviz.checkpoint import load
+from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.records import parse_e2e_mr
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN, INSPECTOR, RESULTS = (str(ROOT / "pages" / p) for p in ("1_Plan_editor.py", "2_Hallucination_inspector.py", "3_Results.py"))
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
+    if not (folder / "webnlg-pg" / "history.json").exists():
+        make_tiny_checkpoints(folder)
+    return folder
+
+
+@pytest.fixture
+def env(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny))
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "no-data"))
+    return tiny
+
+
+# a small dev set the tiny models never saw: their outputs get flagged
+DEV_MRS = ["name[Zed Bar], eatType[pub], food[Thai], near[The Old Mill]",
+           "name[The Copper Kettle], familyFriendly[yes], area[riverside]",
+           "name[Blue Heron Café], food[Japanese], priceRange[high]"]  # fmt: skip
+
+
+@pytest.fixture
+def dev_data(tmp_path, monkeypatch):
+    (tmp_path / "data" / "e2e").mkdir(parents=True)
+    lines = ["mr,ref"] + [f'"{mr}",Some reference.' for mr in DEV_MRS for _ in range(2)]
+    (tmp_path / "data" / "e2e" / "dev.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "data"))
+    return [(mr, parse_e2e_mr(mr)) for mr in DEV_MRS]
+
+
+def _run(path: str, **query) -> AppTest:
+    at = AppTest.from_file(path, default_timeout=120)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if 'class="segviz-text"' in m.value]
+
+
+# ----- Plan editor -------------------------------------------------------------------------------------
+
+
+def test_plan_editor_reorder_and_regenerate(env):
+    records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
+    at = _run(str(ROOT / "app.py"))
+    at.session_state["playground_rows"] = service.rows_from_records("e2e", records)
+    at.button(key="playground_generate").click().run()
+    at.switch_page("pages/1_Plan_editor.py").run()
+    assert not at.exception
+    assert at.session_state["plan_order"] == [1, 2, 3]
+    at.button(key="plan_down_1").click().run()  # keyboard-accessible fallback
+    at.button(key="plan_up_3").click().run()
+    assert at.session_state["plan_order"] == [2, 3, 1]
+    assert at.button(key="plan_up_2").disabled  # first record cannot move up
+    at.button(key="plan_regenerate").click().run()
+    assert not at.exception
+    assert at.query_params["plan"] == "2,3,1"
+    captions = [c.value for c in at.caption]
+    assert "the model's own plan" in captions and "plan 2 → 3 → 1" in captions
+    texts = _texts(at)
+    assert len(texts) == 2  # previous output beside the new one
+    exp = service.generate_with_plan("e2e", records, load(env / "e2e-seg"), [2, 3, 1])
+    assert texts[1].count("data-t=") == len(exp.result.tokens)
+    assert [m.value for m in at.markdown if m.value == "##### New output"]
+
+
+def test_plan_editor_deep_link_and_samples(env):
+    records = EXAMPLES["e2e"]["Blue Heron Café (6 slots)"]
+    at = _run(PLAN, dataset="e2e", records=service.records_to_param(records), plan="6,5,4,3,2,1")
+    assert at.session_state["plan_order"] == [6, 5, 4, 3, 2, 1]
+    assert "**1.** record 6: `near[The Old Mill]`" in [m.value for m in at.markdown]
+    at.number_input(key="plan_n_samples").set_value(2)
+    at.button(key="plan_sample").click().run()
+    assert not at.exception
+    plans = [m.value for m in at.markdown if m.value.startswith("**plan ")]
+    exp = service.sample_plans("e2e", records, load(env / "e2e-seg"), n=2, seed=0, beam=5)
+    assert plans == [f"**plan {' → '.join(map(str, v.result.plan))}**" for v in exp]
+    assert len(_texts(at)) == len(exp)
+
+
+def test_plan_editor_bad_link_and_missing_model(env, tmp_path, monkeypatch):
+    at = _run(PLAN, dataset="e2e", records="[[broken")
+    assert any("could not be read" in e.value for e in at.error)
+    assert at.session_state["plan_order"] == [1, 2, 3, 4]  # falls back to a bundled example
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "empty"))
+    at = _run(PLAN, dataset="webnlg")
+    assert any("No usable Segment model (ours) checkpoint for webnlg" in e.value for e in at.error)
+
+
+# ----- Hallucination inspector ----------------------------------------------------------------------------
+
+
+def test_inspector_without_dev_data_uses_bundled(env):
+    at = _run(INSPECTOR)
+    assert any("Dev data unavailable" in w.value for w in at.warning)
+    assert at.number_input(key="insp_n").max == len(EXAMPLES["e2e"])
+    at.number_input(key="insp_n").set_value(2)
+    at.button(key="insp_run").click().run()
+    assert not at.exception
+    assert any(m.value.endswith("of 2 cases.** Click a column header to sort; select a row to open the case.")
+               for m in at.markdown)  # fmt: skip
+
+
+def test_inspector_run_flags_and_open_case(env, dev_data):
+    at = _run(INSPECTOR)
+    assert not at.warning
+    at.number_input(key="insp_beam").set_value(2)
+    at.button(key="insp_run").click().run()
+    assert not at.exception
+    seg, pg = load(env / "e2e-seg"), load(env / "e2e-pg")
+    rows = service.flagged_rows(service.run_systems("e2e", dev_data, seg, pg, "rm", 2))
+    table = at.dataframe[0].value
+    assert rows and len(table) == len(rows) and list(table["kind"]) == [r["kind"] for r in rows]
+    at.multiselect(key="insp_kinds").set_value([rows[0]["kind"]]).run()
+    assert set(at.dataframe[0].value["kind"]) == {rows[0]["kind"]}
+    case = rows[0]["case"]
+    assert at.selectbox(key="insp_case").value == case
+    assert len(_texts(at)) == 2
+    at.selectbox(key="insp_token_seg").set_value(1).run()
+    assert not at.exception
+    assert 'data-t="1" style="outline:2px solid #000' in _texts(at)[0]
+
+
+def test_inspector_upload(env):
+    at = _run(INSPECTOR)
+    at.radio(key="insp_source").set_value("upload").run()
+    good = "mr\toutput\nname[Blue Café], food[Thai]\tBlue Café is a family friendly pub.\n".encode()
+    at.file_uploader(key="insp_upload").set_value(("out.tsv", good, "text/tab-separated-values")).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert ("missing", "food[Thai]") in set(zip(table["kind"], table["record"], strict=True))
+    assert "hallucinated" in set(table["kind"])
+    assert len(_texts(at)) == 1
+    assert any("No attention" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [(b"just one column\n", "line 1: expected 2 tab-separated columns"), (b"\xff\xfe\x00\x01", "not UTF-8"),
+     (b"name[<script>\tx\n", "unbalanced brackets")],  # fmt: skip
+)
+def test_inspector_malformed_upload(env, data, message):
+    at = _run(INSPECTOR)
+    at.radio(key="insp_source").set_value("upload").run()
+    at.file_uploader(key="insp_upload").set_value(("bad.tsv", data, "text/plain")).run()
+    assert not at.exception
+    assert any(message in e.value and "Cannot read bad.tsv" in e.value for e in at.error)
+
+
+# ----- Results ----------------------------------------------------------------------------------------------
+
+
+def test_results_page(env, tmp_path, monkeypatch):
+    at = _run(RESULTS)
+    assert any("No metrics yet for e2e-pg, e2e-seg" in i.value for i in at.info)
+    assert len(at.get("vega_lite_chart")) == 2  # loss curves and E[#segments] vs K
+    root = tmp_path / "ck"
+    root.mkdir()
+    for name in ("e2e-seg", "webnlg-seg"):
+        (root / name).symlink_to(env / name)
+    (root / "e2e-pg").mkdir()
+    (root / "e2e-pg" / "config.json").write_text(json.dumps({"dataset": "e2e", "model": {"kind": "pg"}}))
+    (root / "e2e-pg" / "metrics.json").write_text(json.dumps({"rm": {"bleu": 0.5}}))  # odd, still shown
+    (root / "e2e-pg" / "history.json").write_text("[oops")
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(root))
+    at = _run(RESULTS)
+    assert any("`e2e-pg`: history.json is unreadable" in w.value for w in at.warning)
+    assert list(at.dataframe[-1].value["checkpoint"]) == ["e2e-pg", "e2e-seg"]
+    assert list(at.dataframe[-1].value["epochs"]) == [0, 3]
+    at.toggle(key="results_all_datasets").set_value(True).run()
+    assert list(at.dataframe[-1].value["checkpoint"]) == ["e2e-pg", "e2e-seg", "webnlg-seg"]
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "none"))
+    at = _run(RESULTS)
+    assert any("No checkpoints found" in w.value for w in at.warning)

@@ -1,0 +1,166 @@
+"""AppTest of the Playground (app.py) on tiny checkpoints: generate, URL state, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from segviz import service
+from segviz.checkpoint import load
+from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.records import Record
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
+    if not (folder / "webnlg-pg" / "history.json").exists():
+        make_tiny_checkpoints(folder)
+    return folder
+
+
+@pytest.fixture
+def env(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny))
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "no-data"))  # bundled examples only
+    return tiny
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _generate(at: AppTest, rows: list[dict] | None = None) -> AppTest:
+    if rows is not None:
+        at.session_state["playground_rows"] = rows
+    at.button(key="playground_generate").click().run()
+    assert not at.exception
+    return at
+
+
+def _html(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _expected(tiny, records, constraints="rm", beam=5):
+    return service.compare("e2e", records, load(tiny / "e2e-seg"), load(tiny / "e2e-pg"), constraints, beam)
+
+
+def test_generate_shows_both_texts_and_status(env):
+    at = _app()
+    assert [i.value for i in at.info] == ["Edit the records and press **Generate**."]
+    records = EXAMPLES["e2e"]["The Golden Lantern (4 slots)"]
+    at.radio(key="playground_constraints").set_value("r")
+    at.number_input(key="playground_beam").set_value(3)
+    _generate(at)
+    exp = _expected(env, records, "r", 3)
+    html = _html(at)
+    assert html.count('class="segviz-text"') == 2
+    # every token is rendered in its own span, inside one coloured span per segment
+    seg_html = [m.value for m in at.markdown if 'class="segviz-text"' in m.value]
+    for block, res in zip(seg_html, (exp.seg.result, exp.pg.result), strict=True):
+        assert block.count("data-t=") == len(res.tokens)
+        assert block.count('class="seg"') == len(res.segments)
+    assert "1 name&#91;The Golden Lantern&#93;" in html  # legend chip with the record name
+    status = at.dataframe[-1].value
+    assert list(status["record"]) == [r.label for r in records] + [
+        f"{h} (not in the input)" for h in sorted(set(exp.seg.report.hallucinated) | set(exp.pg.report.hallucinated))
+    ]
+    assert status.iloc[0]["Segment model (ours)"].endswith(exp.seg.report.per_record[0].status)
+    assert at.query_params["constraints"] == "r" and at.query_params["beam"] == "3"
+    assert service.records_from_param("e2e", at.query_params["records"]) == records
+
+
+def test_rerun_without_generate_does_not_recompute(env, monkeypatch):
+    at = _generate(_app())
+    calls = []
+    real = service.compare
+    monkeypatch.setattr(service, "compare", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at.run()  # an unrelated rerun
+    assert not at.exception and calls == []
+    assert sum('class="segviz-text"' in m.value for m in at.markdown) == 2
+
+
+def test_deep_link_reproduces_view(env):
+    records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"dataset": "e2e", "records": service.records_to_param(records), "constraints": "none", "beam": "2"})
+    at.run()
+    assert not at.exception
+    assert at.radio(key="playground_constraints").value == "none"
+    assert at.number_input(key="playground_beam").value == 2
+    exp = _expected(env, records, "none", 2)
+    blocks = [m.value for m in at.markdown if 'class="segviz-text"' in m.value]
+    assert len(blocks) == 2 and blocks[0].count("data-t=") == len(exp.seg.result.tokens)
+
+
+def test_example_picker_loads_rows(env):
+    at = _app()
+    at.selectbox(key="playground_example").set_value("Blue Heron Café (6 slots)").run()
+    assert not at.exception
+    rows = at.session_state["playground_rows"]
+    assert rows[0] == {"attribute": "name", "value": "Blue Heron Café"} and len(rows) == 6
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([], "Invalid records: no records"),
+        ([{"attribute": "name", "value": "  "}], "Invalid records: row 1: value is blank"),
+        ([{"attribute": "name", "value": "A"}, {"attribute": "name", "value": "B"}], "duplicate attribute 'name'"),
+        ([{"attribute": f"attr{i}", "value": "v"} for i in range(60)], "60 records given"),
+    ],
+)
+def test_bad_records_show_error_not_traceback(env, rows, message):
+    at = _generate(_app(), rows)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not any('class="segviz-text"' in m.value for m in at.markdown)  # nothing generated
+
+
+def test_hostile_and_non_ascii_values_render_literally(env):
+    rows = [{"attribute": "name", "value": "<script>alert(1)</script> $5 **x**"},
+            {"attribute": "food", "value": "Café £"}, {"attribute": "wifi", "value": "yes"}]  # fmt: skip
+    at = _generate(_app(), rows)
+    assert any("'wifi' is not an E2E attribute" in w.value for w in at.warning)
+    html = _html(at)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &#36;5 &#42;&#42;x&#42;&#42;" in html
+    assert "Café £" in html
+    status = at.dataframe[-1].value
+    assert status["record"].iloc[0] == Record("name", "<script>alert(1)</script> $5 **x**").label
+
+
+def test_heatmap_click_highlights_token_and_record(env):
+    at = _generate(_app())
+    at.session_state["playground_pick_seg"] = (1, 0)  # what a click on cell (t=1, i=0) stores
+    at.run()
+    assert not at.exception
+    exp = _expected(env, EXAMPLES["e2e"]["The Golden Lantern (4 slots)"])
+    seg_block = next(m.value for m in at.markdown if 'class="segviz-text"' in m.value)
+    assert 'data-t="1" style="outline:2px solid #000' in seg_block
+    selected = [m.value for m in at.markdown if m.value.startswith("Selected:")]
+    assert len(selected) == 1 and f"output token 1 **{exp.seg.result.tokens[1]}**" in selected[0]
+    assert "of record 1 (name&#91;The Golden Lantern&#93;)" in selected[0]
+
+
+def test_missing_checkpoint_is_a_message(env, tmp_path, monkeypatch):
+    only_e2e = tmp_path / "ck"
+    only_e2e.mkdir()
+    (only_e2e / "e2e-seg").symlink_to(env / "e2e-seg")
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(only_e2e))
+    at = _app()
+    at.radio(key="sidebar_dataset").set_value("webnlg").run()
+    assert at.session_state["playground_rows"][0]["subject"]  # WebNLG columns now
+    _generate(at)
+    errors = [e.value for e in at.error]
+    assert any("No usable Segment model (ours) checkpoint for webnlg" in e for e in errors)
+    assert any("No usable Pointer-generator (PG) checkpoint for webnlg" in e for e in errors)
+    at.radio(key="sidebar_dataset").set_value("e2e").run()
+    _generate(at)
+    assert sum('class="segviz-text"' in m.value for m in at.markdown) == 1  # seg only
+    assert any("No usable Pointer-generator (PG) checkpoint for e2e" in e.value for e in at.error)

@@ -1,0 +1,187 @@
+"""Real-browser tests: Debian chromium (playwright) against ``streamlit run app.py``.
+
+Run with ``python -m pytest tests/test_browser.py -m browser``. The app runs on tiny
+checkpoints; the screenshot test uses ``checkpoints/`` when the trained models are there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from segviz import service
+from segviz.examples import EXAMPLES, make_tiny_checkpoints
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]  # fmt: skip
+SHOTS = ROOT / "docs" / "screenshots"
+TIMEOUT_MS = 120_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
+    if not (folder / "webnlg-pg" / "history.json").exists():
+        make_tiny_checkpoints(folder)
+    return folder
+
+
+def _serve(checkpoints: Path, data: Path | None, log: Path):
+    port = _free_port()
+    env = {**os.environ, "SEGVIZ_CHECKPOINTS": str(checkpoints)}
+    if data is not None:
+        env["SEGVIZ_DATA"] = str(data)
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError(f"streamlit did not start; log:\n{log.read_text()[-2000:]}")
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.skip("chromium not installed (apt-get install -y chromium) - browser tests skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(tiny, tmp_path_factory):
+    proc, url = _serve(tiny, tmp_path_factory.mktemp("nodata"), tmp_path_factory.mktemp("log") / "streamlit.log")
+    yield url
+    _stop(proc)
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1100})
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    yield pg
+    ctx.close()
+
+
+def _generate(page, url: str) -> None:
+    page.goto(url)
+    page.get_by_role("button", name="Generate").click()
+    page.locator(".segviz-text").nth(1).wait_for()
+
+
+def test_playground_generate_and_click_heatmap(page, server):
+    _generate(page, server)
+    assert page.locator(".segviz-text").count() == 2
+    assert page.locator(".segviz-text .seg").count() >= 2
+    assert "records=" in page.url and "constraints=rm" in page.url
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.scroll_into_view_if_needed()
+    chart.locator("canvas, svg").first.wait_for()
+    box = chart.bounding_box()
+    # the heatmap fills the chart below a 14 px record strip: click well inside it
+    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.3)
+    page.get_by_text("Selected: output token").first.wait_for()
+    assert page.locator(".segviz-text span[style*='outline']").count() == 1
+
+
+def test_plan_editor_reorder_and_regenerate(page, server):
+    _generate(page, server)
+    page.get_by_role("link", name="Plan editor").click()  # same session: the Playground's records
+    page.get_by_text("record 1: name[The Golden Lantern]").wait_for()
+    page.get_by_role("button", name="↓").first.click()
+    page.get_by_text("1. record 2: eatType[pub]").wait_for()
+    page.get_by_role("button", name="Regenerate with this plan").click()
+    page.get_by_text("plan 2 → 1 → 3 → 4").wait_for()
+    assert page.locator(".segviz-text").count() == 2  # previous and new output
+    assert "plan=2%2C1%2C3%2C4" in page.url or "plan=2,1,3,4" in page.url
+
+
+def test_deep_link_to_plan_editor(page, server):
+    records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
+    query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "plan": "3,2,1"})
+    page.goto(f"{server}/Plan_editor?{query}")
+    page.get_by_text("1. record 3: priceRange[cheap]").wait_for()
+    page.get_by_role("button", name="Regenerate with this plan").click()
+    page.get_by_text("plan 3 → 2 → 1").wait_for()
+    page.get_by_text("the model's own plan").wait_for()
+
+
+def _shoot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_timeout(1500)  # let charts finish drawing
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_screenshots(browser, tiny, tmp_path):
+    """One screenshot per page, with the trained checkpoints when they exist."""
+    real = ROOT / "checkpoints"
+    use_real = all(service.checkpoint_stamp(real / f"e2e-{k}") for k in ("seg", "pg"))
+    proc, url = _serve(real if use_real else tiny, None if use_real else tmp_path, tmp_path / "shots.log")
+    # Streamlit scrolls inside its own container, so a full-page shot needs a tall viewport
+    ctx = browser.new_context(viewport={"width": 1500, "height": 2600})
+    page = ctx.new_page()
+    page.set_default_timeout(300_000)
+    try:
+        records = EXAMPLES["e2e"]["Blue Heron Café (6 slots)"]
+        query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "constraints": "rm", "beam": "5"})
+        page.goto(f"{url}/?{query}")
+        page.locator(".segviz-text").nth(1).wait_for()
+        _shoot(page, "playground")
+        page.goto(f"{url}/Plan_editor?{query}&plan=6,1,2,3,4,5")
+        page.get_by_role("button", name="Regenerate with this plan").click()
+        page.get_by_text("plan 6 → 1 → 2 → 3 → 4 → 5").wait_for()
+        page.get_by_role("button", name="Sample structures").click()
+        page.locator("text=/^plan \\d/").first.wait_for()
+        _shoot(page, "plan_editor")
+        page.goto(f"{url}/Hallucination_inspector?dataset=e2e")
+        page.get_by_label("Number of inputs").fill("3")
+        page.get_by_label("Number of inputs").press("Enter")
+        page.wait_for_timeout(1000)
+        page.get_by_role("button", name="Run both models").click()
+        page.get_by_text("Open case").first.wait_for()
+        _shoot(page, "hallucination_inspector")
+        page.goto(f"{url}/Results?dataset=e2e")
+        page.get_by_text("Training").first.wait_for()
+        _shoot(page, "results")
+    finally:
+        ctx.close()
+        _stop(proc)
+    assert {p.name for p in SHOTS.glob("*.png")} >= {"playground.png", "plan_editor.png", "results.png"}

@@ -1,0 +1,182 @@
+"""segviz.service: the functions behind the app's pages (no Streamlit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from segviz import service
+from segviz.checkpoint import load
+from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.records import Record, RecordError
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """Tiny fitted checkpoints, built once per session and shared by every test module."""
+    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
+    if not (folder / "webnlg-pg" / "history.json").exists():
+        make_tiny_checkpoints(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def e2e_models(tiny):
+    return load(tiny / "e2e-seg"), load(tiny / "e2e-pg")
+
+
+# ----- records from the editor -------------------------------------------------------------------
+
+
+def test_rows_skip_blank_and_keep_order():
+    rows = [{"attribute": "name", "value": "Café Noir"}, {"attribute": None, "value": "  "},
+            {"attribute": "priceRange", "value": "£20-25"}]  # fmt: skip
+    parsed = service.records_from_rows("e2e", rows)
+    assert parsed.records == [Record("name", "Café Noir"), Record("priceRange", "£20-25")]
+    assert parsed.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([], "no records"),
+        ([{"attribute": "", "value": ""}], "no records"),
+        ([{"attribute": "name", "value": ""}], "row 1: value is blank"),
+        ([{"attribute": "name", "value": "A"}, {"attribute": "name", "value": "B"}], "duplicate attribute 'name'"),
+        ([{"attribute": f"a{i}", "value": "x"} for i in range(60)], "60 records given"),
+        ([{"attribute": "name", "value": float("nan")}], "value is blank"),
+    ],
+)
+def test_rows_errors(rows, message):
+    with pytest.raises(RecordError, match=message):
+        service.records_from_rows("e2e", rows)
+
+
+def test_unknown_attribute_warns_but_parses():
+    parsed = service.records_from_rows("e2e", [{"attribute": "wifi", "value": "<script>alert(1)</script>"}])
+    assert parsed.records[0].value == "<script>alert(1)</script>"
+    assert len(parsed.warnings) == 1 and "'wifi' is not an E2E attribute" in parsed.warnings[0]
+
+
+def test_webnlg_rows_and_duplicates():
+    row = {"subject": "Alan_Bean", "predicate": "occupation", "object": "Test_pilot"}
+    parsed = service.records_from_rows("webnlg", [row])
+    assert parsed.records == [Record("occupation", "Test_pilot", "Alan_Bean")]
+    with pytest.raises(RecordError, match="duplicate triple"):
+        service.records_from_rows("webnlg", [row, dict(row)])
+    with pytest.raises(RecordError, match="subject is blank"):
+        service.records_from_rows("webnlg", [{**row, "subject": ""}])
+
+
+@pytest.mark.parametrize("dataset", ["e2e", "webnlg"])
+def test_param_roundtrip(dataset):
+    for records in EXAMPLES[dataset].values():
+        param = service.records_to_param(records)
+        assert service.records_from_param(dataset, param) == records
+        assert service.rows_from_records(dataset, records)[0][service.columns(dataset)[0]]
+
+
+@pytest.mark.parametrize("bad", ["not json", '{"a": 1}', '[["name"]]', "[]"])
+def test_bad_param(bad):
+    with pytest.raises(RecordError):
+        service.records_from_param("e2e", bad)
+
+
+# ----- generation -----------------------------------------------------------------------------------
+
+
+def test_compare_fills_both_systems(e2e_models):
+    seg, pg = e2e_models
+    records = EXAMPLES["e2e"]["The Golden Lantern (4 slots)"] + [Record("near", "Zébra Hut £5 & Co")]
+    cmp = service.compare("e2e", records, seg, pg, "rm", 3)
+    for view in (cmp.seg, cmp.pg):
+        res = view.result
+        assert view.error is None and res.tokens and res.text
+        assert res.segments[0][0] == 0 and res.segments[-1][1] == len(res.tokens)  # PG aligned too
+        assert len(res.attention) == len(res.tokens) and len(res.attention[0]) == len(res.source_tokens)
+        assert len(view.report.per_record) == len(records)
+    rows = service.status_rows(cmp)
+    assert [r["record"] for r in rows[:5]] == [r.label for r in records]
+    assert set(rows[0]) >= {"Segment model (ours)", "Pointer-generator (PG)"}
+    assert any("zébra" in w and "&" in w for w in cmp.warnings)  # unseen words are reported
+
+
+def test_compare_without_pg(e2e_models):
+    seg, _ = e2e_models
+    cmp = service.compare("e2e", EXAMPLES["e2e"]["Mill Street Diner (3 slots)"], seg, None, "none", 1)
+    assert cmp.seg.result is not None
+    assert cmp.pg.result is None and "No usable Pointer-generator (PG) checkpoint for e2e" in cmp.pg.error
+    assert list(service.status_rows(cmp)[0]) == ["#", "record", "Segment model (ours)"]
+
+
+def test_plan_forcing_and_sampling(e2e_models):
+    seg, _ = e2e_models
+    records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
+    view = service.generate_with_plan("e2e", records, seg, [3, 1, 2], beam=2)
+    assert view.result.plan == [3, 1, 2]
+    with pytest.raises(RecordError, match="every record exactly once"):
+        service.generate_with_plan("e2e", records, seg, [1, 1, 2])
+    samples = service.sample_plans("e2e", records, seg, n=2, beam=1)
+    assert 1 <= len(samples) <= 2
+    assert all(sorted(s.result.plan) == [1, 2, 3] for s in samples)
+
+
+# ----- uploaded outputs and flags ------------------------------------------------------------------
+
+
+def test_parse_output_file():
+    data = "mr\toutput\nname[Blue Café], food[Thai]\tBlue Café serves Thai food.\n\n".encode()
+    pairs = service.parse_output_file("e2e", data)
+    assert pairs == [([Record("name", "Blue Café"), Record("food", "Thai")], "Blue Café serves Thai food.")]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"name[X]\n", "line 1: expected 2 tab-separated columns"),
+        (b"name[X\tX is nice.\n", "line 1: unbalanced brackets"),
+        (b"name[X]\t \n", "line 1: the output text is empty"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b"\n\n", "no MR<TAB>output lines"),
+    ],
+)
+def test_parse_output_file_errors(data, message):
+    with pytest.raises(service.OutputFileError, match=message):
+        service.parse_output_file("e2e", data)
+
+
+def test_cases_from_outputs_and_flags(e2e_models):
+    seg, _ = e2e_models
+    pairs = [([Record("name", "Blue Café"), Record("food", "Thai")], "Blue Café is a family friendly pub.")]
+    cases = service.cases_from_outputs("e2e", pairs, seg, system="tgen")
+    res = cases[0].views["tgen"].result
+    assert res.segments and res.segments[-1][1] == len(res.tokens) and res.attention == []
+    rows = service.flagged_rows(cases)
+    kinds = {(r["kind"], r["record"]) for r in rows}
+    assert ("missing", "food[Thai]") in kinds
+    assert any(k == "hallucinated" for k, _ in kinds)
+    assert all(r["system"] == "tgen" and r["case"] == 0 for r in rows)
+
+
+# ----- results ---------------------------------------------------------------------------------------
+
+
+def test_summaries_and_metrics(tiny, tmp_path):
+    root = tmp_path / "ck"
+    root.mkdir()
+    for name in ("e2e-seg", "e2e-pg"):
+        (root / name).mkdir()
+        (root / name / "config.json").write_text((tiny / name / "config.json").read_text())
+        (root / name / "history.json").write_text((tiny / name / "history.json").read_text())
+    (root / "e2e-seg" / "metrics.json").write_text(json.dumps({"rm": {"bleu": 0.61, "wrong": 3}, "none": {"bleu": 0.6}}))
+    (root / "e2e-pg" / "metrics.json").write_text(json.dumps({"bleu": 0.58, "notes": {"x": 1}}))
+    (root / "broken").mkdir()
+    (root / "broken" / "config.json").write_text("{not json")
+    s = {x.name: x for x in service.summarise_checkpoints(root)}
+    assert s["e2e-seg"].kind == "seg" and s["e2e-pg"].kind == "pg" and len(s["e2e-seg"].history) == 3
+    assert "unreadable" in s["broken"].error
+    rows = service.metrics_rows(list(s.values()))
+    assert {"checkpoint": "e2e-pg", "level": "—", "bleu": 0.58} in rows
+    assert {"checkpoint": "e2e-seg", "level": "ours (+RM)", "bleu": 0.61, "wrong": 3} in rows
+    assert service.summarise_checkpoints(tmp_path / "nowhere") == []

@@ -1,0 +1,90 @@
+"""segviz.viz: escaping, segment HTML, attention frames and charts (no Streamlit, no models)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from segviz import viz
+from segviz.decode import GenerationResult
+from segviz.records import Record
+
+
+def _result(tokens, segments, source=("name", "x", "food", "y")) -> GenerationResult:
+    rec_of = [1, 1, 2, 2][: len(source)]
+    T, N = len(tokens), len(source)
+    attention = [[(t + i + 1) / (T * N * 2) for i in range(N)] for t in range(T)]
+    return GenerationResult(
+        system="seg", records=[(1, "name[X]", ["name", "x"]), (2, "food[Y]", ["food", "y"])], tokens=list(tokens),
+        text=" ".join(tokens), segments=segments, attention=attention, source_tokens=list(source),
+        record_of_source_token=rec_of,
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "must_not", "must"),
+    [
+        ("<script>alert(1)</script>", "<script>", "&lt;script&gt;"),
+        ("costs $5 or $6", "$", "&#36;5"),
+        ("**bold** _it_ `code` [l](u)", "*", "&#42;&#42;bold"),
+    ],
+)
+def test_esc(raw, must_not, must):
+    out = viz.esc(raw)
+    assert must_not not in out and must in out
+
+
+def test_segments_html_colours_every_segment():
+    res = _result(["x", "serves", "y", "<b>", "."], [(0, 1, 1), (1, 2, None), (2, 4, 2), (4, 5, None)])
+    out = viz.segments_html(res, [Record("name", "X"), Record("food", "Y")], highlight_token=2, highlight_record=2)
+    segs = re.findall(r'class="seg" data-record="(\d+)" style="background:(#\w+)', out)
+    assert segs == [("1", viz.PALETTE[0]), ("0", viz.NULL_COLOUR), ("2", viz.PALETTE[1]), ("0", viz.NULL_COLOUR)]
+    assert ">1 name&#91;X&#93;</sub>" in out and ">null</sub>" in out  # record names as text too
+    assert "&lt;b&gt;" in out and "<b>" not in out
+    assert 'data-t="2" style="outline:2px solid #000' in out  # highlighted token
+    assert out.count("border-bottom:3px") == 1  # highlighted record's segment
+    assert '<span data-t="0" style="">X</span>' in out  # casing restored, capitalised
+
+
+def test_segments_html_without_alignment_and_empty():
+    assert "(empty output)" in viz.segments_html(_result([], []))
+    out = viz.segments_html(_result(["a", "b"], []))
+    assert 'class="seg"' not in out and ">A</span> <span" in out
+
+
+def test_display_tokens_spacing():
+    shown = viz.display_tokens(["it", "costs", "£", "20", ".", "good", "-", "value"])
+    text = "".join((" " if sp else "") + w for w, sp in shown)
+    assert text == "It costs £20. Good-value"
+
+
+def test_legend_lists_records_and_null():
+    out = viz.legend_html(_result(["x"], [(0, 1, 1)]), highlight_record=1)
+    assert out.count('data-record="') == 3 and "null (no record)" in out and "2px solid #000" in out
+
+
+def test_attention_frame_and_chart():
+    res = _result(["x", "serves", "y"], [(0, 1, 1), (1, 3, 2)])
+    df = viz.attention_frame(res)
+    assert len(df) == 3 * 4 and set(df["record"]) == {1, 2}
+    assert df.loc[(df.t == 2) & (df.i == 3), "weight"].item() == pytest.approx(res.attention[2][3])
+    spec = viz.attention_chart(res, vmax=0.5).to_dict()
+    heat = spec["vconcat"][1]
+    params = spec.get("params", []) + heat.get("params", [])  # Altair lifts params of concatenated views
+    assert heat["mark"]["type"] == "rect" and [p["name"] for p in params] == ["cell"]
+    assert heat["encoding"]["color"]["scale"]["domain"] == [0, 0.5]
+    assert viz.max_attention([res, None]) == pytest.approx(max(max(r) for r in res.attention))
+    assert viz.max_attention([None]) == 1.0
+    bar = viz.attention_bar(res, 1).to_dict()
+    assert bar["mark"]["type"] == "bar"
+
+
+def test_curves_frame_and_charts():
+    hist = {"e2e-seg": [{"epoch": 1, "train_nll": 2.0, "val_nll": 2.5, "val_exp_seg": 3.0, "val_K": 5.0}],
+            "e2e-pg": [{"epoch": 1, "train_nll": 1.5, "val_exp_seg": float("nan")}]}  # fmt: skip
+    df = viz.curves_frame(hist)
+    assert len(df) == 5 and "nan" not in str(df["value"].tolist())
+    assert viz.loss_chart(df).to_dict()["mark"]["type"] == "line"
+    spec = viz.segments_chart(df).to_dict()
+    assert spec["encoding"]["color"]["field"] == "quantity"
