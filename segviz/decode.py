@@ -240,7 +240,7 @@ class SegmentDecoder:
                 for i, (nh, _) in enumerate(advance):
                     nh.state, nh.d = (hs[i], cs[i]), d_new[i]
             hyps = new_hyps
-            if not hyps or len(finished) >= beam:
+            if not hyps or _beam_done(finished, hyps, beam, length_penalty):
                 break
         best = max(finished, key=lambda f: _norm(f, length_penalty)) if finished else None
         return best, enc_ex.oov, torch.tensor(enc_ex.src_rec)
@@ -267,6 +267,20 @@ class SegmentDecoder:
 
 def _norm(h, length_penalty: float) -> float:
     return h.score / (max(len(h.tokens), 1) ** length_penalty)
+
+
+def _beam_done(finished, alive, beam: int, length_penalty: float, key=lambda h: (h.score, len(h.tokens))) -> bool:
+    """Stop once ``beam`` outputs are finished and none of the live hypotheses ranks above the
+    best of them by length-normalised score (stopping at the first ``beam`` finished outputs
+    would favour short texts that leave records out)."""
+    if len(finished) < beam:
+        return False
+
+    def norm(h):
+        score, n = key(h)
+        return score / (max(n, 1) ** length_penalty)
+
+    return max(norm(h) for h in alive) <= max(norm(f) for f in finished)
 
 
 def _result_from_seg(hyp: _SegHyp, vocab: Vocab, oov, records, src_rec, system, constraints, plan, fallback, t0) -> GenerationResult:
@@ -386,7 +400,7 @@ def generate_pg(
             if len(new) >= beam:
                 break
         hyps = new
-        if not hyps or len(finished) >= beam:
+        if not hyps or _beam_done(finished, hyps, beam, length_penalty, key=lambda h: (h[0], len(h[1]))):
             break
     pool = finished or hyps
 
