@@ -125,6 +125,9 @@ class SegEncoding:
     state0: tuple[torch.Tensor, torch.Tensor]
     rec_idx: torch.Tensor  # (B, S, R) positions of each record's tokens, padded with 0
     rec_valid: torch.Tensor  # (B, S, R) which of those are real
+    rec_key: torch.Tensor | None = None  # decoding caches for B = 1: (S, R, H) keys, states,
+    rec_h: torch.Tensor | None = None  # and (S, R) additive mask, built on first use
+    rec_bias: torch.Tensor | None = None
 
     def index(self, idx: torch.Tensor) -> SegEncoding:
         """Select / repeat examples (for beam search): every tensor indexed on dim 0."""
@@ -313,9 +316,26 @@ class SegmentModel(nn.Module):
     # ----- single steps (decoding) ------------------------------------------------------------
     def step(self, y_prev: torch.Tensor, state):
         """One decoder step: ``y_prev (M,)`` vocab ids -> ``d (M, H)``, new state."""
-        h, c = state
-        out, (h, c) = self.decoder(self.dec_emb(y_prev).unsqueeze(1), (h.unsqueeze(0), c.unsqueeze(0)))
-        return out.squeeze(1), (h.squeeze(0), c.squeeze(0))
+        r = self.decoder  # the same weights as the batched nn.LSTM, as one fused cell step
+        h, c = torch.lstm_cell(self.dec_emb(y_prev), state, r.weight_ih_l0, r.weight_hh_l0, r.bias_ih_l0, r.bias_hh_l0)
+        return h, (h, c)
+
+    def attend_record(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor):
+        """Attention over the tokens of record ``k`` only (scores + context): O(N_k) per step.
+
+        Returns the token positions ``idx (M, R)``, ``valid (M, R)``, weights ``a (M, R)`` (all
+        zero for ``r_0``) and the context ``A (M, H)``.
+        """
+        idx = enc.rec_idx[0, k]  # (M, R) token positions of record k (padded)
+        valid = enc.rec_valid[0, k]  # (M, R)
+        if enc.rec_key is None:  # per-record tables, built once per input: (S, R, H)
+            enc.rec_key = enc.key[0, enc.rec_idx[0]]
+            enc.rec_h = enc.h[0, enc.rec_idx[0]]
+            enc.rec_bias = torch.zeros(enc.rec_valid.shape[1:], dtype=enc.h.dtype).masked_fill(~enc.rec_valid[0], NEG)
+        scores = torch.bmm(enc.rec_key[k], d.unsqueeze(2)).squeeze(2) + enc.rec_bias[k]  # (M, R)
+        a = torch.softmax(scores, dim=1) * valid
+        A = torch.bmm(a.unsqueeze(1), enc.rec_h[k]).squeeze(1)  # (M, H)
+        return idx, valid, a, A
 
     def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int):
         """Next-word distribution under record ``k`` only, for decoding: cost O(N_k) attention.
@@ -324,12 +344,7 @@ class SegmentModel(nn.Module):
         over the extended vocabulary (``$`` included), ``alpha (M, N)`` (zero outside ``r_k``)
         and the context ``A (M, H)`` (zero for ``r_0``). Equal to :meth:`generation` at ``k``.
         """
-        idx = enc.rec_idx[0, k]  # (M, R) token positions of record k (padded)
-        valid = enc.rec_valid[0, k]  # (M, R)
-        h_k = enc.h[0, idx]  # (M, R, H)
-        scores = torch.einsum("mh,mrh->mr", d, enc.key[0, idx]).masked_fill(~valid, NEG)
-        a = torch.softmax(scores, dim=1) * valid  # (M, R); all zero for r_0
-        A = torch.einsum("mr,mrh->mh", a, h_k)
+        idx, valid, a, A = self.attend_record(enc, d, k)
         logits = self.out_d(d) + torch.einsum("mr,mrv->mv", a, enc.vproj[0, idx])  # W1 d + W2 A
         logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
         logit_gen = logit_gen.masked_fill(~valid.any(1), 50.0)  # p_gen = 1 for r_0
@@ -379,10 +394,15 @@ class PGModel(nn.Module):
         e = self.drop(self.dec_emb(y_prev))
         h, c = self.cell(torch.cat([e, A_prev], dim=1), (h, c))
         d = self.drop(h)
-        scores = torch.einsum("mh,mnh->mn", d, enc.key).masked_fill(~enc.src_mask, NEG)
-        alpha = torch.softmax(scores, dim=1)  # (M, N) over all source tokens: O(M·N) per step
-        A = torch.bmm(alpha.unsqueeze(1), enc.h).squeeze(1)  # (M, H)
+        alpha, A = self.attend(enc, d)
         return d, A, alpha, e, (h, c, A)
+
+    def attend(self, enc: PGEncoding, d: torch.Tensor):
+        """Attention over all source tokens (scores + context): O(M·N) per step for M records
+        of N tokens. ``d (M, H)`` -> ``alpha (M, N_src)``, ``A (M, H)``."""
+        scores = torch.einsum("mh,mnh->mn", d, enc.key).masked_fill(~enc.src_mask, NEG)
+        alpha = torch.softmax(scores, dim=1)
+        return alpha, torch.bmm(alpha.unsqueeze(1), enc.h).squeeze(1)
 
     def start_state(self, enc: PGEncoding):
         h0, c0 = enc.state0

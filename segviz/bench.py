@@ -1,0 +1,317 @@
+"""Benchmarks: what segmental decoding costs against full attention, and how it scales.
+
+    python -m segviz.bench [--json runs/bench.json] [--threads 1] [--small]
+
+1. Training: one forward+backward step at batch 64 on E2E-sized batches for ``seg`` and
+   ``pg``, the share of the ``seg`` step spent in the dynamic program, peak memory of each
+   (peak RSS of a fresh child process that runs only that step).
+2. Decoding: milliseconds per example, greedy and beam 5, ``seg`` (each constraint level) vs
+   ``pg``, on E2E dev inputs with the shipped checkpoints.
+3. Scaling: synthetic inputs with K records of N tokens, same hidden sizes: decoding time per
+   output token for both models, the ratio ``seg/pg``, the attention part (scores + context +
+   copy) of one decoding step on its own, and training step time against K.
+
+Every figure is the median of ``--reps`` repetitions after a warm-up, with torch threads fixed;
+ratios are computed within the same run. The paper's claim: ``O(M+N)`` per step for the segment
+model (record choice O(M) once per segment, attention O(N) within it) against ``O(M·N)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from segviz import dp
+from segviz.data import BOS_ID, Vocab, batches, collate, encode
+from segviz.model import ModelConfig, PGModel, SegmentModel, build_model
+from segviz.records import Record
+
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def median_time(fn: Callable[[], object], reps: int, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` in seconds over ``reps`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+# ----- synthetic inputs -----------------------------------------------------------------------
+
+
+def _word(i: int) -> str:
+    """Synthetic lower-case word number ``i`` (letters only, so it is one token)."""
+    s = ""
+    i += 26
+    while i:
+        i, r = divmod(i, 26)
+        s = chr(97 + r) + s
+    return s
+
+
+def synthetic_vocab(V: int) -> Vocab:
+    return Vocab([_word(i) for i in range(V - 5)])
+
+
+def synthetic_records(K: int, N: int, V: int, seed: int = 0) -> list[Record]:
+    """K records of exactly N tokens each (attribute word + N - 1 value words; N >= 2)."""
+    g = torch.Generator().manual_seed(seed)
+    words = torch.randint(0, V - 5, (K, max(N, 2)), generator=g).tolist()
+    return [Record(_word(ws[0]), " ".join(_word(w) for w in ws[1:])) for ws in words]
+
+
+def synthetic_batch(vocab: Vocab, B: int, K: int, N: int, T: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    items = []
+    for b in range(B):
+        recs = synthetic_records(K, N, len(vocab), seed + b)
+        tgt = [_word(i) for i in torch.randint(0, len(vocab) - 5, (T,), generator=g).tolist()]
+        items.append(encode(vocab, recs, tgt))
+    return collate(items, len(vocab))
+
+
+def e2e_batches(n: int, B: int = 64, data_dir: Path | None = None):
+    """Real E2E training batches (vocab min_freq 5) or, without data, E2E-sized synthetic ones
+    (K = 6, ~4 tokens per record, T = 24, V = 1000)."""
+    try:
+        from segviz.data import load_split
+
+        train = load_split("e2e", "train", data_dir)[: B * n * 4]
+        vocab = Vocab.build(train, min_freq=5)
+        enc = [encode(vocab, e.records, e.target) for e in train]
+        return vocab, list(batches(enc, len(vocab), B, shuffle=True, seed=0))[:n], "E2E train"
+    except Exception:  # noqa: BLE001 - any data problem: fall back to synthetic batches
+        vocab = synthetic_vocab(1000)
+        return vocab, [synthetic_batch(vocab, B, 6, 4, 24, seed=i) for i in range(n)], "synthetic E2E-sized"
+
+
+# ----- 1. training ---------------------------------------------------------------------------
+
+
+def _train_step_child(kind: str, hidden: int, emb: int, threads: int, reps: int, n_batches: int, q) -> None:
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    vocab, bs, source = e2e_batches(n_batches)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = build_model(ModelConfig(kind=kind, vocab_size=len(vocab), hidden=hidden, emb_dim=emb))
+    opt = torch.optim.Adam(model.parameters(), 1e-3)
+    it = iter(bs * (reps + 2))
+
+    def step():
+        loss, _ = model.loss(next(it))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    t = median_time(step, reps)
+    out = {"step_ms": 1000 * t, "examples_per_s": bs[0].size / t, "batches": source,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "rss_increase_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024}
+    if kind == "seg":
+        # the DP alone (forward + backward) on detached potentials of the same batches
+        b = bs[0]
+        pot = model.potentials(b)
+        leaves = [x.detach().requires_grad_(True) for x in (pot.log_init, pot.log_trans, pot.log_emit, pot.log_end)]
+
+        def dp_step():
+            r = dp.forward(*leaves, b.tgt_len, model.cfg.max_seg_len)
+            (-(r.log_z.sum()) + r.expected_segments.sum()).backward()
+
+        out["dp_ms"] = 1000 * median_time(dp_step, reps)
+        out["dp_share"] = out["dp_ms"] / out["step_ms"]
+    q.put(out)
+
+
+def bench_training(hidden: int, emb: int, threads: int, reps: int) -> dict:
+    ctx = mp.get_context("spawn")
+    out = {}
+    for kind in ("seg", "pg"):
+        q = ctx.Queue()
+        p = ctx.Process(target=_train_step_child, args=(kind, hidden, emb, threads, reps, reps + 2, q))
+        p.start()
+        out[kind] = q.get()
+        p.join()
+    return out
+
+
+# ----- 2. decoding on E2E dev with the shipped checkpoints -----------------------------------
+
+
+def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS) -> dict:
+    from segviz import checkpoint as ckpt
+    from segviz.data import load_split, unique_inputs
+    from segviz.decode import CONSTRAINTS, generate_pg, generate_seg
+
+    try:
+        seg = ckpt.load(checkpoints / "e2e-seg")
+        pg = ckpt.load(checkpoints / "e2e-pg")
+        inputs = [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
+    except Exception as e:  # noqa: BLE001
+        return {"skipped": f"needs checkpoints/e2e-seg, checkpoints/e2e-pg and the E2E dev set ({e})"}
+    out: dict = {"inputs": len(inputs)}
+    for beam in (1, 5):
+        row = {}
+        for c in CONSTRAINTS:
+            t = median_time(lambda c=c, beam=beam: [generate_seg(seg.model, seg.vocab, r, c, beam) for r in inputs], reps)
+            row[f"seg_{c}"] = 1000 * t / len(inputs)
+        t = median_time(lambda beam=beam: [generate_pg(pg.model, pg.vocab, r, beam) for r in inputs], reps)
+        row["pg"] = 1000 * t / len(inputs)
+        out["greedy" if beam == 1 else f"beam{beam}"] = row
+    return out
+
+
+# ----- 3. scaling on synthetic inputs ----------------------------------------------------------
+
+
+def _step_costs(seg: SegmentModel, pg: PGModel, vocab: Vocab, K: int, N: int, reps: int, steps: int = 20) -> dict:
+    """Per-token decoding cost of both models on one K x N input, and the attention part alone.
+
+    A greedy decoding step of each model is run ``steps`` times from the start state:
+    seg = LSTM step + distribution under one record (+ a record choice every N tokens,
+    amortised); pg = LSTM step with input feeding + attention over all K·N tokens + head.
+    """
+    records = synthetic_records(K, N, len(vocab))
+    batch = collate([encode(vocab, records)], len(vocab))
+    with torch.no_grad():
+        se, pe = seg.encode(batch), pg.encode(batch)
+        y = torch.tensor([BOS_ID])
+        k = torch.tensor([1])
+
+        def seg_token():
+            d, st = seg.step(y, se.state0)
+            for t in range(steps):
+                seg.token_dist(se, d, k, 0)
+                if t % max(N, 1) == 0:  # one record choice per segment of ~N tokens: O(M)
+                    seg.transition_step(se, torch.zeros_like(d), d, k)
+                d, st = seg.step(y, st)
+
+        def pg_token():
+            st = pg.start_state(pe)
+            for _ in range(steps):
+                _, _, st = pg.token_dist(pe, y, st, 0)
+
+        d0 = se.state0[0]
+        V = len(vocab)
+
+        def seg_attention():
+            for _ in range(steps):
+                idx, _, a, _ = seg.attend_record(se, d0, k)
+                torch.zeros(1, V).scatter_add(1, se.src_ext.gather(1, idx), a)  # copy
+
+        def pg_attention():
+            for _ in range(steps):
+                alpha, _ = pg.attend(pe, d0)
+                torch.zeros(1, V).scatter_add(1, pe.src_ext, alpha)  # copy
+
+        seg_t = median_time(seg_token, reps) / steps
+        pg_t = median_time(pg_token, reps) / steps
+        seg_a = median_time(seg_attention, reps) / steps
+        pg_a = median_time(pg_attention, reps) / steps
+    return {
+        "K": K, "N": N, "seg_us_per_token": 1e6 * seg_t, "pg_us_per_token": 1e6 * pg_t, "ratio": seg_t / pg_t,
+        "seg_attention_us": 1e6 * seg_a, "pg_attention_us": 1e6 * pg_a, "attention_ratio": seg_a / pg_a,
+    }
+
+
+def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int, train_T: int) -> dict:
+    torch.manual_seed(0)
+    vocab = synthetic_vocab(V)
+    seg = build_model(ModelConfig(kind="seg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
+    pg = build_model(ModelConfig(kind="pg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
+    decode_rows = [_step_costs(seg, pg, vocab, K, N, reps) for N in Ns for K in Ks]
+    train_rows = []
+    for K in Ks:
+        b = synthetic_batch(vocab, train_B, K, 2, train_T)
+        row = {"K": K, "N": 2, "B": train_B, "T": train_T}
+        for kind, model in (("seg", seg), ("pg", pg)):
+            model.train()
+
+            def step(model=model):
+                loss, _ = model.loss(b)
+                loss.backward()
+
+            row[f"{kind}_step_ms"] = 1000 * median_time(step, max(1, reps // 2))
+            model.eval()
+        train_rows.append(row)
+    return {"decoding": decode_rows, "training": train_rows}
+
+
+# ----- driver ---------------------------------------------------------------------------------
+
+
+def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | None = None) -> dict:
+    torch.set_num_threads(threads)
+    hidden, emb = (32, 16) if small else (256, 100)
+    res: dict = {"threads": threads, "reps": reps, "hidden": hidden, "emb_dim": emb}
+    if not small:
+        res["training"] = bench_training(hidden, emb, threads, reps)
+        res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir)
+    Ks, Ns = ((4, 8), (2,)) if small else ((4, 8, 16, 32, 64), (2, 8))
+    res["scaling"] = bench_scaling(hidden, emb, 200 if small else 1000, Ks, Ns, reps, 4 if small else 16, 8 if small else 30)
+    return res
+
+
+def format_report(res: dict) -> str:
+    lines = [f"threads={res['threads']} reps={res['reps']} hidden={res['hidden']} emb={res['emb_dim']} (medians)"]
+    if "training" in res:
+        s, p = res["training"]["seg"], res["training"]["pg"]
+        lines += ["", f"Training step, batch 64 ({s['batches']}):",
+                  f"  seg {s['step_ms']:.0f} ms ({s['examples_per_s']:.0f} ex/s), DP {s['dp_ms']:.0f} ms = {100 * s['dp_share']:.1f}% of the step, peak RSS {s['peak_rss_mb']:.0f} MB",
+                  f"  pg  {p['step_ms']:.0f} ms ({p['examples_per_s']:.0f} ex/s), peak RSS {p['peak_rss_mb']:.0f} MB"]
+    if "decoding" in res:
+        d = res["decoding"]
+        if "skipped" in d:
+            lines += ["", f"Decoding on E2E dev: skipped ({d['skipped']})"]
+        else:
+            lines += ["", f"Decoding on E2E dev ({d['inputs']} inputs), ms per example:",
+                      "  search   seg none  seg r  seg rm     pg"]
+            for k in ("greedy", "beam5"):
+                r = d[k]
+                lines.append(f"  {k:7s} {r['seg_none']:8.1f} {r['seg_r']:6.1f} {r['seg_rm']:7.1f} {r['pg']:6.1f}")
+    sc = res["scaling"]
+    lines += ["", "Scaling (synthetic; per output token, µs):",
+              "   K  N    seg     pg  seg/pg | attention: seg    pg  seg/pg"]
+    for r in sc["decoding"]:
+        lines.append(f"  {r['K']:2d} {r['N']:2d} {r['seg_us_per_token']:6.0f} {r['pg_us_per_token']:6.0f} {r['ratio']:6.2f}  |"
+                     f"          {r['seg_attention_us']:5.0f} {r['pg_attention_us']:5.0f} {r['attention_ratio']:6.2f}")
+    lines += ["", "Training step against K (N = 2):", "   K   seg ms   pg ms"]
+    for r in sc["training"]:
+        lines.append(f"  {r['K']:2d} {r['seg_step_ms']:8.0f} {r['pg_step_ms']:7.0f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m segviz.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--small", action="store_true", help="tiny sizes (smoke test)")
+    p.add_argument("--data-dir", type=Path, default=None)
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    res = run(args.small, args.threads, args.reps, args.data_dir)
+    res["seconds"] = time.perf_counter() - t0
+    print(format_report(res))
+    print(f"\n({res['seconds']:.0f} s)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
