@@ -240,7 +240,7 @@ def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int
         for kind, model in (("seg", seg), ("pg", pg)):
             model.train()
 
-            def step(model=model):
+            def step(model=model, b=b):
                 loss, _ = model.loss(b)
                 loss.backward()
 

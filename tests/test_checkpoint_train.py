@@ -1,0 +1,101 @@
+"""Checkpoints (save -> load -> identical outputs; corrupted and foreign files) and training."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+import torch
+from conftest import data_available, make_model
+
+from segviz import checkpoint as ckpt
+from segviz.data import DataError, Vocab, batches, collate, encode, load_split
+from segviz.decode import generate_pg, generate_seg
+from segviz.train import TrainConfig, fit, main
+
+
+@pytest.mark.parametrize("kind", ["seg", "pg"])
+def test_save_load_gives_identical_outputs(tmp_path, vocab, examples, kind):
+    model = make_model(kind, vocab)
+    ckpt.save(tmp_path / kind, model, vocab, "e2e", {"lr": 0.1}, [{"epoch": 1, "val_nll": 2.0}])
+    loaded = ckpt.load(tmp_path / kind)
+    assert loaded.vocab == vocab and loaded.history == [{"epoch": 1, "val_nll": 2.0}]
+    assert loaded.model_config == model.cfg and loaded.dataset == "e2e"
+    batch = collate([encode(vocab, e.records, e.target) for e in examples], len(vocab))
+    with torch.no_grad():
+        assert torch.equal(model.loss(batch)[0], loaded.model.loss(batch)[0])
+    recs = examples[2].records
+    if kind == "seg":
+        a, b = generate_seg(model, vocab, recs, "rm", 2, max_len=15), generate_seg(loaded.model, vocab, recs, "rm", 2, max_len=15)
+    else:
+        a, b = generate_pg(model, vocab, recs, 2, max_len=15), generate_pg(loaded.model, vocab, recs, 2, max_len=15)
+    assert a.tokens == b.tokens and a.segments == b.segments
+
+
+def test_corrupted_and_foreign_files_raise_clear_errors(tmp_path, vocab):
+    model = make_model("seg", vocab)
+    ckpt.save(tmp_path / "c", model, vocab, "e2e")
+    with pytest.raises(ckpt.CheckpointError, match="not found"):
+        ckpt.load(tmp_path / "nope")
+    # truncated weights
+    w = tmp_path / "c" / "model.safetensors"
+    data = w.read_bytes()
+    w.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ckpt.CheckpointError, match="not a readable safetensors"):
+        ckpt.load(tmp_path / "c")
+    # a pickle in its place is never unpickled
+    w.write_bytes(pickle.dumps({"x": torch.zeros(2)}))
+    with pytest.raises(ckpt.CheckpointError, match="not a readable safetensors"):
+        ckpt.load(tmp_path / "c")
+    # broken JSON / a foreign config / a vocabulary that does not fit
+    ckpt.save(tmp_path / "d", model, vocab, "e2e")
+    (tmp_path / "d" / "config.json").write_text("{not json")
+    with pytest.raises(ckpt.CheckpointError, match="corrupted config"):
+        ckpt.load(tmp_path / "d")
+    (tmp_path / "d" / "config.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ckpt.CheckpointError, match="not a segviz-checkpoint"):
+        ckpt.load(tmp_path / "d")
+    ckpt.save(tmp_path / "e", model, vocab, "e2e")
+    (tmp_path / "e" / "vocab.json").write_text(json.dumps(vocab.to_json()[:-1]))
+    with pytest.raises(ckpt.CheckpointError, match="vocabulary has"):
+        ckpt.load(tmp_path / "e")
+    # weights of another size
+    ckpt.save(tmp_path / "f", make_model("seg", Vocab(["a", "b"])), Vocab(["a", "b"]), "e2e")
+    (tmp_path / "f" / "model.safetensors").write_bytes((tmp_path / "e" / "model.safetensors").read_bytes())
+    with pytest.raises(ckpt.CheckpointError, match="shape"):
+        ckpt.load(tmp_path / "f")
+
+
+def test_batches_are_padded_with_lengths_and_masks(vocab, examples):
+    enc = [encode(vocab, e.records, e.target) for e in examples]
+    bs = list(batches(enc, len(vocab), batch_size=3, shuffle=True, seed=1))
+    assert sum(b.size for b in bs) == 8
+    again = list(batches(enc, len(vocab), batch_size=3, shuffle=True, seed=1))
+    assert [b.tgt.tolist() for b in bs] == [b.tgt.tolist() for b in again]  # deterministic
+    b = collate(enc[:2], len(vocab))
+    assert b.rec_mask.tolist()[1] == [True] * 4 + [False] * 5  # 3 records + null, padded to 9 states
+    assert b.tgt_len.tolist() == [len(examples[0].target) + 1, len(examples[1].target) + 1]
+    e1 = enc[1]
+    assert e1.tgt[-1] == 3 and e1.tgt[0] >= len(vocab)  # <eos>; "alimentum" copied via extended id
+    assert b.tgt_in[1, 0].item() == 2 and b.tgt_in[1, 1].item() == 1  # <bos>, then <unk> for the OOV word
+
+
+def test_missing_data_says_where_to_get_it(tmp_path):
+    with pytest.raises(DataError, match="e2e-dataset"):
+        load_split("e2e", "train", tmp_path)
+    assert main(["--dataset", "e2e", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_fit_checkpoints_every_epoch_and_resumes(tmp_path):
+    tcfg = TrainConfig(dataset="e2e", model="seg", epochs=1, max_examples=64, max_val_examples=32, batch_size=32, threads=1)
+    small = {"hidden": 32, "emb_dim": 16, "max_seg_len": 4}
+    h1 = fit(tcfg, small, tmp_path / "run")
+    assert len(h1) == 1 and (tmp_path / "run" / "last" / "state.json").exists()
+    assert {"val_nll", "train_exp_seg", "train_K", "train_seconds"} <= set(h1[0])
+    # resume continues after epoch 1 with the stored config, optimizer and history
+    h2 = fit(TrainConfig(dataset="e2e", model="seg", epochs=2, threads=1), {}, tmp_path / "run", resume=True)
+    assert [e["epoch"] for e in h2] == [1, 2]
+    c = ckpt.load(tmp_path / "run")
+    assert c.model_config.hidden == 32 and [e["epoch"] for e in c.history] == [1, 2]

@@ -1,0 +1,95 @@
+"""Generation, alignment and benchmark commands on tiny checkpoints."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from conftest import MRS, make_model
+
+from segviz import bench
+from segviz import checkpoint as ckpt
+from segviz.align import main as align_main
+from segviz.generate import main as generate_main
+from segviz.records import tokenize
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory, vocab):
+    root = tmp_path_factory.mktemp("ck")
+    for kind in ("seg", "pg"):
+        ckpt.save(root / f"e2e-{kind}", make_model(kind, vocab), vocab, "e2e")
+    ckpt.save(root / "webnlg-seg", make_model("seg", vocab), vocab, "webnlg")
+    return root
+
+
+def _csv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mr", "ref"])
+        w.writerows(rows)
+
+
+def test_generate_e2e_one_row_per_distinct_mr(tmp_path, ckpts, capsys):
+    rows = [(MRS[1][0], "a"), (MRS[3][0], "b"), (MRS[1][0], "c")]
+    _csv(tmp_path / "in.csv", rows)
+    for kind in ("seg", "pg"):
+        out = tmp_path / f"{kind}.tsv"
+        rc = generate_main(["--checkpoint", str(ckpts / f"e2e-{kind}"), "--input", str(tmp_path / "in.csv"),
+                            "--constraints", "rm", "--beam", "2", "--output", str(out)])
+        assert rc == 0
+        got = list(csv.reader(out.open(encoding="utf-8"), delimiter="\t"))
+        assert got[0] == ["MR", "output"]
+        assert [r[0] for r in got[1:]] == [MRS[1][0], MRS[3][0]]
+    assert "examples/s" in capsys.readouterr().out
+
+
+def test_generate_reports_bad_input(tmp_path, ckpts, capsys):
+    (tmp_path / "bad.csv").write_text("meaning,ref\nx,y\n", encoding="utf-8")
+    rc = generate_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "o.tsv")])
+    assert rc == 2 and "no 'mr' or 'MR' column" in capsys.readouterr().err
+    _csv(tmp_path / "bad2.csv", [("name[Zizzi", "x")])
+    rc = generate_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "bad2.csv"), "--output", str(tmp_path / "o.tsv")])
+    assert rc == 2 and "unbalanced" in capsys.readouterr().err
+
+
+def test_generate_webnlg_one_line_per_entry(tmp_path, ckpts):
+    xml = """<benchmark><entries>
+    <entry category="Airport" eid="Id1" size="1"><modifiedtripleset><mtriple>Aarhus | leader | Jacob_Bundsgaard</mtriple></modifiedtripleset><lex lid="Id1">x</lex></entry>
+    <entry category="Airport" eid="Id2" size="1"><modifiedtripleset><mtriple>Aarhus_Airport | cityServed | "Aarhus, Denmark"</mtriple></modifiedtripleset><lex lid="Id1">y</lex></entry>
+    </entries></benchmark>"""
+    (tmp_path / "1triples").mkdir()
+    (tmp_path / "1triples" / "a_dev_challenge.xml").write_text(xml, encoding="utf-8")
+    out = tmp_path / "w.txt"
+    rc = generate_main(["--checkpoint", str(ckpts / "webnlg-seg"), "--input", str(tmp_path), "--beam", "2", "--output", str(out)])
+    assert rc == 0
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_align_writes_segments_that_cover_the_text(tmp_path, ckpts, capsys):
+    with open(tmp_path / "o.tsv", "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, delimiter="\t")
+        w.writerow(["MR", "output"])
+        for mr, ref in MRS[:3]:
+            w.writerow([mr, ref])
+    rc = align_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "o.tsv"),
+                     "--output", str(tmp_path / "a.jsonl"), "--report"])
+    assert rc == 0
+    lines = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 3
+    for (_mr, ref), a in zip(MRS, lines, strict=False):
+        assert a["tokens"] == tokenize(ref)
+        assert [w for s in a["segments"] for w in s["words"]] == a["tokens"]
+    assert "value words aligned to their own record" in capsys.readouterr().err
+    assert align_main(["--checkpoint", str(ckpts / "e2e-pg"), "--input", str(tmp_path / "o.tsv")]) == 2
+
+
+def test_bench_small_configuration_runs():
+    res = bench.run(small=True, threads=1, reps=1)
+    rows = res["scaling"]["decoding"]
+    assert [(r["K"], r["N"]) for r in rows] == [(4, 2), (8, 2)]
+    assert all(r["seg_us_per_token"] > 0 and r["pg_us_per_token"] > 0 and r["ratio"] > 0 for r in rows)
+    assert all(r["seg_attention_us"] > 0 and r["pg_attention_us"] > 0 for r in rows)
+    assert [r["K"] for r in res["scaling"]["training"]] == [4, 8]
+    assert "Scaling" in bench.format_report(res)
