@@ -174,6 +174,46 @@ def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints:
     return out
 
 
+# ----- 2b. the app: one Generate with both models, and a rerun that does not generate ---------
+
+
+def bench_app(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS) -> dict:
+    """Median time of ``service.compare`` (both models, beam 5, PG aligned, verdicts) per E2E dev
+    input once the models are loaded, and of a Playground rerun that does not generate
+    (Streamlit's AppTest: script run with cached results)."""
+    from segviz import checkpoint as ckpt
+    from segviz import service
+    from segviz.data import load_split, unique_inputs
+
+    try:
+        seg = ckpt.load(checkpoints / "e2e-seg")
+        pg = ckpt.load(checkpoints / "e2e-pg")
+        inputs = [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
+    except Exception as e:  # noqa: BLE001
+        return {"skipped": f"needs the shipped E2E checkpoints and dev set ({e})"}
+    service.compare("e2e", inputs[0], seg, pg, "rm", 5)  # warm-up
+    per_input = []
+    for recs in inputs:
+        t0 = time.perf_counter()
+        service.compare("e2e", recs, seg, pg, "rm", 5)
+        per_input.append(time.perf_counter() - t0)
+    out = {"inputs": len(inputs), "generate_both_median_ms": 1000 * statistics.median(per_input),
+           "generate_both_max_ms": 1000 * max(per_input)}
+    try:
+        from streamlit.testing.v1 import AppTest
+
+        app = Path(__file__).resolve().parent.parent / "app.py"
+        at = AppTest.from_file(str(app), default_timeout=120)
+        at.run()
+        generate = next(b for b in at.button if "Generate" in (b.label or ""))
+        generate.click().run()  # results now cached for this session
+        out["rerun_median_ms"] = 1000 * median_time(lambda: at.run(), reps)
+        out["rerun_exception"] = bool(at.exception)
+    except Exception as e:  # noqa: BLE001
+        out["rerun_skipped"] = str(e)
+    return out
+
+
 # ----- 3. scaling on synthetic inputs ----------------------------------------------------------
 
 
@@ -260,6 +300,7 @@ def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | N
     if not small:
         res["training"] = bench_training(hidden, emb, threads, reps)
         res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir)
+        res["app"] = bench_app(20, reps, data_dir)
     Ks, Ns = ((4, 8), (2,)) if small else ((4, 8, 16, 32, 64), (2, 8))
     res["scaling"] = bench_scaling(hidden, emb, 200 if small else 1000, Ks, Ns, reps, 4 if small else 16, 8 if small else 30)
     return res
@@ -282,6 +323,15 @@ def format_report(res: dict) -> str:
             for k in ("greedy", "beam5"):
                 r = d[k]
                 lines.append(f"  {k:7s} {r['seg_none']:8.1f} {r['seg_r']:6.1f} {r['seg_rm']:7.1f} {r['pg']:6.1f}")
+    if "app" in res:
+        a = res["app"]
+        if "skipped" in a:
+            lines += ["", f"App: skipped ({a['skipped']})"]
+        else:
+            lines += ["", f"App: Generate (both models, beam 5, alignment, verdicts) median {a['generate_both_median_ms']:.0f} ms "
+                      f"(max {a['generate_both_max_ms']:.0f} ms) over {a['inputs']} E2E dev inputs"]
+            if "rerun_median_ms" in a:
+                lines.append(f"     Playground rerun without generating: median {a['rerun_median_ms']:.0f} ms")
     sc = res["scaling"]
     lines += ["", "Scaling (synthetic; per output token, µs):",
               "   K  N    seg     pg  seg/pg | attention: seg    pg  seg/pg"]
