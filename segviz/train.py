@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import logging
 import math
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -242,6 +243,10 @@ def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, s
             "train_examples": len(enc_train), "threads": torch.get_num_threads(), "config": mcfg.to_json()}
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m segviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", choices=DATASETS, default="e2e")
@@ -254,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     add_config_args(p, ModelConfig, skip=("kind", "vocab_size"))
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops like Ctrl-C: the last epoch stays saved
     tcfg = pick(TrainConfig, args, dataset=args.dataset, model=args.model)
     mover = {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelConfig) if f.name not in ("kind", "vocab_size") and getattr(args, f.name) is not None}
     try:
