@@ -39,6 +39,9 @@ def read_pairs(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+FUNCTION_WORDS = frozenset("the a an of in out and or near is at by on to for with than".split())
+
+
 def align_text(model: SegmentModel, vocab, records: list[Record], text: str) -> dict:
     tokens = tokenize(text)
     segs = force_align(model, vocab, records, tokens)
@@ -56,11 +59,11 @@ def content_word_accuracy(records: list[Record], aligned: dict) -> tuple[int, in
     """Value words found in the text and aligned to their own record: ``(correct, total)``.
 
     A token counts when it is a word of exactly one record's value (so ambiguous words shared by
-    two values are skipped) and is not punctuation."""
+    two values are skipped) and is neither punctuation nor a function word ("the", "of", ...)."""
     owner: dict[str, set[int]] = {}
     for k, r in enumerate(records, 1):
         for w in r.value_tokens:
-            if w.isalnum():
+            if w.isalnum() and w not in FUNCTION_WORDS:
                 owner.setdefault(w, set()).add(k)
     correct = total = 0
     for seg in aligned["segments"]:

@@ -5,7 +5,7 @@
 
 For every level it runs the same steps as ``python -m segviz.generate`` then
 ``python -m segviz.evaluate`` on the dev set, writes the outputs to ``--out-dir`` and the scores
-(plus generation time) to ``CHECKPOINT/metrics.json`` under ``dev.<level>`` (``dev.pg`` for PG).
+(plus generation time) to ``CHECKPOINT/metrics.json`` under ``<level>`` (``pg`` for PG).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
     metrics = dict(c.metrics)
-    dev = dict(metrics.get("dev", {}))
     is_seg = isinstance(c.model, SegmentModel)
     for level in levels if is_seg else ["pg"]:
         t0 = time.perf_counter()
@@ -48,12 +47,11 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
         scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
         scores.update(
             beam=beam, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
-            outputs=str(out),
+            outputs=str(out), split="dev",
         )
-        dev[level] = scores
+        metrics[level] = scores
         print(f"{c.name} [{level}] " + " ".join(f"{k}={scores[k]:.4f}" if isinstance(scores[k], float) else f"{k}={scores[k]}" for k in KEYS)
               + f" | {len(items)} inputs in {seconds:.0f} s, fallbacks {scores['fallbacks']}", flush=True)
-        metrics["dev"] = dev
         ckpt.write_metrics(checkpoint, metrics)
     return metrics
 
