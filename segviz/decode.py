@@ -25,7 +25,7 @@ import torch
 
 from segviz import dp
 from segviz.data import BOS_ID, EOS_ID, EOSEG_ID, PAD_ID, UNK_ID, Vocab, collate, encode
-from segviz.model import PGModel, SegmentModel, extended_scatter
+from segviz.model import PGModel, SegmentModel
 from segviz.records import Record, detokenize
 
 log = logging.getLogger(__name__)
