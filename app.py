@@ -133,7 +133,7 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
             continue
         st.altair_chart(
             viz.attention_chart(res, vmax, view.label), on_select="rerun", key=f"playground_heat_{system}",
-            selection_mode="cell",
+            selection_mode="cell", width="content",  # sized by the token counts (viz.attention_chart)
         )
         pick = picks[system]
         if pick and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):

@@ -112,9 +112,10 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
             "Token", list(range(len(res.tokens))), key=f"insp_token_{system}",
             format_func=lambda i, r=res: f"{i}: {r.tokens[i]}",
         )
-        st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}")
+        st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
         with st.expander("Full attention (click a cell to pick its token)"):
             st.altair_chart(
                 viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),
                 on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}", selection_mode="cell",
+                width="content",
             )

@@ -151,6 +151,8 @@ def status_table(rows: list[dict], key: str) -> None:
         st.info("No verdicts (no system produced an output).")
         return
     df = pd.DataFrame(rows)
+    if "#" in df.columns:  # facts not in the input have no number: blank, not "None"
+        df["#"] = df["#"].map(lambda v: "" if v is None or v != v else str(int(v)))
     for col in df.columns[2:]:
         df[col] = df[col].map(lambda s: STATUS_ICONS.get(s, s))
     st.dataframe(df, hide_index=True, key=key, width="stretch")

@@ -8,6 +8,7 @@ such as ``<script>``, ``**bold**`` or ``$5`` is shown literally by ``st.markdown
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Sequence
 
@@ -171,57 +172,116 @@ def _record_scale(result: GenerationResult) -> alt.Scale:
     return alt.Scale(domain=[f"{k} {label}" for k, label, _ in result.records], range=[record_colour(k) for k in ks])
 
 
-def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = "") -> alt.VConcatChart:
-    """Heatmap output tokens × source tokens (``mark_rect``) under a strip that marks which
-    record each source token belongs to. Clicking a cell selects ``{t, i}`` (param ``cell``)."""
+def _label_expr(labels: Sequence[str]) -> str:
+    """A Vega expression mapping an ordinal position (``datum.value``) to its label."""
+    return f"{json.dumps(list(labels), ensure_ascii=False)}[datum.value]"
+
+
+def _steps(n: int, budget: int, lo: int = 9, hi: int = 16) -> int:
+    """Pixels per band so that ``n`` bands fill about ``budget`` pixels, clamped to ``lo..hi``."""
+    return max(lo, min(hi, budget // max(n, 1)))
+
+
+def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = "", plot_width: int = 380) -> alt.VConcatChart:
+    """Heatmap output tokens (y, in order) × source tokens (x, in order), ``mark_rect``, under a
+    strip that marks which record each source token belongs to (record colour + number).
+
+    One x band per source token (ordinal field ``i``) and one y band per output token (``t``),
+    labelled ``token rK`` / ``t token``; the size follows the token counts (about
+    ``plot_width`` pixels wide, 6–16 px per band; below 11 px some x labels are left out), so show it with ``width="content"``. The colour
+    scale is ``0..vmax`` (pass :func:`max_attention` of all heatmaps shown together). Clicking a
+    cell selects ``{t, i}`` (point selection param ``cell``); the clicked cell gets a frame."""
     df = attention_frame(result)
     T, N = len(result.tokens), len(result.source_tokens)
-    width = max(200, min(900, 14 * N))
-    cell = alt.selection_point(name="cell", fields=["t", "i"], on="click", toggle=False)
-    x = alt.X("src:N", sort=None, title="source tokens (r = record)", axis=alt.Axis(labelAngle=-60))
+    sx = _steps(N, plot_width, lo=6)
+    sy = _steps(T, 460, lo=12)
+    width, height = N * sx, T * sy
+    font_x = 10 if sx < 14 else 11
+    thin_x = "greedy" if sx < 11 else False  # narrow bands: some labels are left out (tooltips)
+    src_labels = [f"{tok} r{k}" for tok, k in zip(result.source_tokens, result.record_of_source_token, strict=False)]
+    out_labels = [f"{t} {_short(tok, 14)}" for t, tok in enumerate(result.tokens)]
+    x_dom, y_dom = list(range(N)), list(range(T))
+    cell = alt.selection_point(name="cell", fields=["t", "i"], on="click", toggle=False, clear="dblclick")
     heat = (
-        alt.Chart(df, width=width, height=max(120, min(700, 14 * T)))
+        alt.Chart(df, width=width, height=height)
         .mark_rect()
         .encode(
-            x=x,
-            y=alt.Y("out:N", sort=None, title="output tokens"),
-            color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, vmax], scheme="blues"), title="attention"),
-            stroke=alt.condition(cell, alt.value("#d62728"), alt.value(None)),
-            strokeWidth=alt.condition(cell, alt.value(2), alt.value(0)),
-            tooltip=["out", "src", "record_label", alt.Tooltip("weight:Q", format=".3f")],
+            x=alt.X(
+                "i:O", sort=x_dom, scale=alt.Scale(domain=x_dom), title="source tokens (rK = record K)",
+                axis=alt.Axis(labelExpr=_label_expr(src_labels), labelAngle=-90, labelFontSize=font_x,
+                              labelOverlap=thin_x, labelLimit=110, labelPadding=3, labelFlush=False, ticks=False),
+            ),
+            y=alt.Y(
+                "t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), title="output tokens",
+                axis=alt.Axis(labelExpr=_label_expr(out_labels), labelFontSize=min(11, sy - 1), labelOverlap=False,
+                              labelLimit=110, labelFlush=False, ticks=False),
+            ),
+            color=alt.Color(
+                "weight:Q", scale=alt.Scale(domain=[0, vmax / 2, vmax], range=["#ffffff", "#6baed6", "#08306b"],
+                                interpolate="rgb", clamp=True), title="attention",
+                legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=min(200, max(120, width)),
+                                  titleOrient="left", titleAnchor="middle"),
+            ),
+            stroke=alt.condition(cell, alt.value("#d62728"), alt.value(None), empty=False),
+            strokeWidth=alt.condition(cell, alt.value(2.5), alt.value(0), empty=False),
+            tooltip=[
+                alt.Tooltip("out:N", title="output token"), alt.Tooltip("src:N", title="source token"),
+                alt.Tooltip("record_label:N", title="record"), alt.Tooltip("weight:Q", format=".3f", title="attention"),
+            ],
         )
         .add_params(cell)
     )
     strip_df = df.drop_duplicates("i") if len(df) else df
-    strip = (
-        alt.Chart(strip_df, width=width, height=14, title=title)
-        .mark_rect()
-        .encode(
-            x=alt.X("src:N", sort=None, axis=None),
-            color=alt.Color("record_label:N", scale=_record_scale(result), title="record", legend=alt.Legend(orient="bottom")),
-            tooltip=["record_label", "src"],
-        )
+    first = strip_df.drop_duplicates("record") if len(strip_df) else strip_df
+    strip_x = alt.X("i:O", sort=x_dom, scale=alt.Scale(domain=x_dom), axis=None)
+    base = alt.Chart(strip_df, width=width, height=16)
+    strip = alt.layer(
+        base.mark_rect(stroke="white", strokeWidth=0.5).encode(
+            x=strip_x,
+            color=alt.Color("record_label:N", scale=_record_scale(result), legend=None),
+            tooltip=[alt.Tooltip("record_label:N", title="record"), alt.Tooltip("src:N", title="source token")],
+        ),
+        alt.Chart(first).mark_text(align="left", dx=1 - sx / 2, fontSize=10, color="#222").encode(
+            x=strip_x, text=alt.Text("record:N"),
+        ),
     )
-    return alt.vconcat(strip, heat, spacing=2).resolve_scale(color="independent")
+    if title:
+        strip = strip.properties(title=alt.Title(title, anchor="start"))
+    return (
+        alt.vconcat(strip, heat, spacing=3)
+        .resolve_scale(color="independent", x="shared")
+    )
 
 
 def attention_bar(result: GenerationResult, t: int) -> alt.Chart:
-    """Attention of output token ``t`` over the source tokens, bars coloured by record."""
+    """Attention of output token ``t`` over the source tokens (in order), bars coloured by record."""
     df = attention_frame(result)
     df = df[df["t"] == t]
+    N = len(result.source_tokens)
+    labels = [f"{tok} r{k}" for tok, k in zip(result.source_tokens, result.record_of_source_token, strict=False)]
     return (
         alt.Chart(df, height=220, title=f"attention while writing token {t}: {result.tokens[t]!r}")
         .mark_bar()
         .encode(
-            x=alt.X("src:N", sort=None, title="source tokens", axis=alt.Axis(labelAngle=-60)),
+            x=alt.X(
+                "i:O", sort=list(range(N)), scale=alt.Scale(domain=list(range(N))), title="source tokens (rK = record K)",
+                axis=alt.Axis(labelExpr=_label_expr(labels), labelAngle=-90, labelOverlap="greedy", labelLimit=110),
+            ),
             y=alt.Y("weight:Q", title="attention", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("record_label:N", scale=_record_scale(result), title="record"),
-            tooltip=["src", "record_label", alt.Tooltip("weight:Q", format=".3f")],
+            color=alt.Color("record_label:N", scale=_record_scale(result), title="record",
+                            legend=alt.Legend(labelLimit=200)),
+            tooltip=[alt.Tooltip("src:N", title="source token"), alt.Tooltip("record_label:N", title="record"),
+                     alt.Tooltip("weight:Q", format=".3f", title="attention")],
         )
+        .properties(autosize=_FIT_X)
     )
 
 
 # ----- training curves -----------------------------------------------------------------------------
+
+# fill the width, keep the plot height (so a tall legend is not cut off)
+_FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+_EPOCH = alt.X("epoch:Q", title="epoch", axis=alt.Axis(tickMinStep=1, format="d"))
 
 
 def curves_frame(histories: dict[str, list[dict]]) -> pd.DataFrame:
@@ -236,35 +296,46 @@ def curves_frame(histories: dict[str, list[dict]]) -> pd.DataFrame:
 
 
 def loss_chart(df: pd.DataFrame) -> alt.Chart:
-    """Training / validation NLL per epoch, one colour per checkpoint, dashed for validation."""
+    """Training / validation NLL per token and epoch, one colour per checkpoint, one dash per
+    series. ``train_loss`` (which includes the segment model's granularity regulariser and so
+    dwarfs the NLL) is only shown for checkpoints that recorded no ``train_nll``."""
     d = df[df["series"].isin(["train_loss", "train_nll", "val_nll"])]
+    has_nll = set(d.loc[d["series"] == "train_nll", "checkpoint"])
+    d = d[~((d["series"] == "train_loss") & d["checkpoint"].isin(has_nll))]
     return (
-        alt.Chart(d, height=260, title="Loss per epoch")
+        alt.Chart(d, height=260, title="NLL per token and epoch")
         .mark_line(point=True)
         .encode(
-            x=alt.X("epoch:Q", title="epoch"),
-            y=alt.Y("value:Q", title="loss / NLL per token"),
+            x=_EPOCH,
+            y=alt.Y("value:Q", title="NLL per token", scale=alt.Scale(zero=False)),
             color=alt.Color("checkpoint:N"),
             strokeDash=alt.StrokeDash("series:N"),
             tooltip=["checkpoint", "series", "epoch", alt.Tooltip("value:Q", format=".4f")],
         )
+        .properties(autosize=_FIT_X)
     )
 
 
 def segments_chart(df: pd.DataFrame) -> alt.Chart:
-    """E[#segments] against K (the number of records) during training (paper Fig. 3 in spirit)."""
-    d = df[df["series"].isin(["train_exp_seg", "val_exp_seg", "train_K", "val_K"])].copy()
+    """E[#segments] against K (the number of records) during training (paper Fig. 3 in spirit),
+    for the checkpoints that recorded E[#segments] (segment models; K alone says nothing)."""
+    seg = set(df.loc[df["series"].str.contains("exp_seg"), "checkpoint"])
+    d = df[df["series"].isin(["train_exp_seg", "val_exp_seg", "train_K", "val_K"]) & df["checkpoint"].isin(seg)].copy()
     d["quantity"] = d["series"].map(
         {"train_exp_seg": "E[#segments] (train)", "val_exp_seg": "E[#segments] (dev)", "train_K": "K (train)", "val_K": "K (dev)"}
     )
+    d["kind"] = d["series"].map(lambda s: "K" if s.endswith("_K") else "E[#segments]")
+    dash = alt.StrokeDash("kind:N", title="line", sort=["E[#segments]", "K"])
     return (
         alt.Chart(d, height=260, title="Expected number of segments vs. K")
         .mark_line(point=True)
         .encode(
-            x=alt.X("epoch:Q", title="epoch"),
-            y=alt.Y("value:Q", title="segments / records per text"),
-            color=alt.Color("quantity:N"),
-            strokeDash=alt.StrokeDash("checkpoint:N"),
+            x=_EPOCH,
+            y=alt.Y("value:Q", title="segments / records per text", scale=alt.Scale(zero=False)),
+            color=alt.Color("quantity:N", title="quantity"),
+            strokeDash=dash,
+            detail="checkpoint:N",
             tooltip=["checkpoint", "quantity", "epoch", alt.Tooltip("value:Q", format=".2f")],
         )
+        .properties(autosize=_FIT_X)
     )

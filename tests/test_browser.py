@@ -177,6 +177,8 @@ def test_screenshots(browser, tiny, tmp_path):
         page.wait_for_timeout(1000)
         page.get_by_role("button", name="Run both models").click()
         page.get_by_text("Open case").first.wait_for()
+        page.get_by_text("Full attention").first.click()  # show one heatmap in the screenshot
+        page.locator("[data-testid='stExpander'] [data-testid='stVegaLiteChart']").first.wait_for(timeout=60_000)
         _shoot(page, "hallucination_inspector")
         page.goto(f"{url}/Results?dataset=e2e")
         page.get_by_text("Training").first.wait_for()

@@ -73,10 +73,12 @@ def test_attention_frame_and_chart():
     heat = spec["vconcat"][1]
     params = spec.get("params", []) + heat.get("params", [])  # Altair lifts params of concatenated views
     assert heat["mark"]["type"] == "rect" and [p["name"] for p in params] == ["cell"]
-    assert heat["encoding"]["color"]["scale"]["domain"] == [0, 0.5]
+    assert heat["encoding"]["color"]["scale"]["domain"][::2] == [0, 0.5]  # shared scale 0..vmax
+    assert heat["encoding"]["stroke"]["condition"]["empty"] is False  # no frame until a click
     assert viz.max_attention([res, None]) == pytest.approx(max(max(r) for r in res.attention))
     assert viz.max_attention([None]) == 1.0
     bar = viz.attention_bar(res, 1).to_dict()
+    assert bar["encoding"]["x"]["field"] == "i"
     assert bar["mark"]["type"] == "bar"
 
 
@@ -88,3 +90,30 @@ def test_curves_frame_and_charts():
     assert viz.loss_chart(df).to_dict()["mark"]["type"] == "line"
     spec = viz.segments_chart(df).to_dict()
     assert spec["encoding"]["color"]["field"] == "quantity"
+
+
+@pytest.mark.parametrize("n_src", [4, 30, 60])
+def test_attention_chart_one_band_per_source_token(n_src):
+    """The heatmap has one x band per source token, in input order, and one y band per output
+    token, each labelled; its size follows the token counts (the bug: every source token fell
+    into one x position and the chart collapsed to a thin column)."""
+    source = [f"w{i % 7}" for i in range(n_src)]  # repeated tokens must still get their own band
+    res = _result([f"o{t % 5}" for t in range(25)], [], source=source)
+    res.record_of_source_token = [1 + 2 * i // n_src for i in range(n_src)]
+    spec = viz.attention_chart(res, title="ours").to_dict()
+    heat = spec["vconcat"][1]
+    rows = spec["datasets"][heat["data"]["name"]]
+    assert len(rows) == 25 * n_src
+    x, y = heat["encoding"]["x"], heat["encoding"]["y"]
+    assert (x["field"], x["type"], y["field"], y["type"]) == ("i", "ordinal", "t", "ordinal")
+    assert x["sort"] == x["scale"]["domain"] == list(range(n_src))
+    assert y["sort"] == y["scale"]["domain"] == list(range(25))
+    assert sorted({r["i"] for r in rows}) == list(range(n_src))  # one x position per source token
+    assert {(r["t"], r["i"]) for r in rows} == {(t, i) for t in range(25) for i in range(n_src)}
+    assert "w0 r1" in x["axis"]["labelExpr"] and "o0" in y["axis"]["labelExpr"]
+    assert isinstance(heat["width"], int) and isinstance(heat["height"], int)
+    assert heat["width"] >= 6 * n_src and heat["height"] >= 12 * 25  # sized by token counts
+    assert heat["width"] <= max(16 * n_src, 400)  # fits half of a wide layout
+    strip = spec["vconcat"][0]
+    assert strip["width"] == heat["width"] and strip["title"]["text"] == "ours"  # record strip aligned
+    assert strip["layer"][0]["encoding"]["x"]["scale"]["domain"] == list(range(n_src))
