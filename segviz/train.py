@@ -51,6 +51,9 @@ class TrainConfig:
     val_subset: int = 500  # dev examples used by the in-epoch validation
 
 
+RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
+
+
 def add_config_args(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
     """One ``--field`` option per dataclass field, defaulting to ``None`` (= keep the default)."""
     for f in dataclasses.fields(cls):
@@ -131,7 +134,12 @@ def fit(
     if resume and (out / "vocab.json").exists():
         vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
         stored = ckpt._read_json(out / "config.json", "config")
-        mcfg = ModelConfig.from_json(stored["model"])
+        # loss and regularisation settings may change on resume; sizes may not (the weights fix them)
+        changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
+        ignored = sorted(set(mcfg_overrides) - set(changeable))
+        if ignored:
+            log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
+        mcfg = ModelConfig.from_json({**stored["model"], **changeable})
         tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs})
         train = load_split(tcfg.dataset, "train", data_dir)[: tcfg.max_examples or None]
         dev = load_split(tcfg.dataset, "dev", data_dir)[: tcfg.max_val_examples or None]
