@@ -11,6 +11,7 @@ For every level it runs the same steps as ``python -m segviz.generate`` then
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -56,9 +57,41 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
     return metrics
 
 
+def markdown_table(root: Path, dataset: str) -> str:
+    """The dev-set table of every checkpoint of ``dataset`` under ``root``, in the shape of the
+    paper's Tables 2 and 3 (automatic checker counts instead of human ones)."""
+    head = "| system | BLEU | ROUGE-L | METEOR | CIDEr | wrong | repeated | missing | hallucinated | SER | Dist-1 | Dist-3 | gen. time |"
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    names = {"pg": "PG", "none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
+    for d in sorted(root.iterdir()):
+        mfile = d / "metrics.json"
+        if not mfile.exists():
+            continue
+        config = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        if config.get("dataset") != dataset:
+            continue
+        metrics = json.loads(mfile.read_text(encoding="utf-8"))
+        for level in ("pg", "none", "r", "rm"):
+            m = metrics.get(level)
+            if not isinstance(m, dict):
+                continue
+
+            def f(k, digits=4, m=m):
+                v = m.get(k)
+                return "n/a" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+
+            lines.append(
+                f"| {names[level]} (`{d.name}`) | {f('bleu')} | {f('rouge_l')} | {f('meteor')} | {f('cider')} | "
+                f"{f('wrong')} | {f('repeated')} | {f('missing')} | {f('hallucinated')} | {100 * m['slot_error_rate']:.2f}% | "
+                f"{f('dist1')} | {f('dist3')} | {m.get('generation_seconds', 0):.0f} s / {m.get('inputs', '?')} inputs |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m segviz.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--checkpoint", type=Path, help="checkpoint to generate with and evaluate")
+    p.add_argument("--table", choices=("e2e", "webnlg"), help="only print the markdown table of checkpoints/*/metrics.json")
     p.add_argument("--constraints", nargs="+", choices=CONSTRAINTS, default=list(CONSTRAINTS))
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--data-dir", type=Path, default=None)
@@ -69,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.table:
+        print(markdown_table(Path("checkpoints"), args.table))
+        return 0
+    if args.checkpoint is None:
+        p.error("--checkpoint is required")
     try:
         report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor)
     except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
