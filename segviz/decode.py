@@ -209,7 +209,18 @@ class SegmentDecoder:
             new_hyps: list[_SegHyp] = []
             advance: list[tuple[_SegHyp, int]] = []  # hypotheses that emitted a word
             wpos = {m: i for i, m in enumerate(words)}
-            for score, m, kind, v in cands[: (1 if sample is not None else beam)]:
+            # two beams: hypotheses about to choose a record (after "$") and hypotheses inside a
+            # segment keep `beam` places each, so that boundary actions never starve the words
+            room = {True: 1 if sample is not None else beam, False: 1 if sample is not None else beam}
+            for score, m, kind, v in cands:
+                if room[True] <= 0 and room[False] <= 0:
+                    break
+                next_is_boundary = kind == "w" and v == EOSEG_ID
+                if room[next_is_boundary] <= 0:
+                    continue
+                room[next_is_boundary] -= 1
+                if sample is not None:
+                    room = {True: 0, False: 0}
                 h = hyps[m]
                 if kind == "r":
                     segs = [list(x) for x in h.segments] + [[len(h.tokens), len(h.tokens), v]]
