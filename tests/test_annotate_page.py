@@ -37,7 +37,7 @@ def campaign(store: Store) -> Store:
 
 
 def app(annotator: str | None = "alice") -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=30)
+    at = AppTest.from_file(PAGE, default_timeout=120)
     if annotator is not None:
         at.query_params["annotator"] = annotator
     return at.run()
