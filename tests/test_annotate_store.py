@@ -61,13 +61,11 @@ def test_concurrent_annotators(db_url: str) -> None:
         except BaseException as exc:  # surfaced below with the assert
             errors.append(exc)
 
-    start = time.monotonic()
     threads = [threading.Thread(target=annotate, args=(n,)) for n in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - start
     assert errors == []
     with Store(db_url) as s:
         anns = s.annotations("c")
@@ -75,7 +73,6 @@ def test_concurrent_annotators(db_url: str) -> None:
     assert {(a["item_id"], a["annotator"]) for a in anns} == {(i, f"annotator{n}") for i in item_ids for n in range(8)}
     a = next(a for a in anns if a["annotator"] == "annotator3" and a["item_id"] == item_ids[4])
     assert a["fluency"] == 1 + (4 + 3) % 5 and a["flags"] == {"1": {"wrong": False, "repeated": False, "missing": True}}
-    assert elapsed < 60, f"1600 saves took {elapsed:.1f} s"
 
 
 def test_survives_restart(db_url: str) -> None:
