@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -r requirements.txt
-exec python3 -m streamlit run app.py "$@"
+exec python3 -m streamlit run app.py --server.headless true --browser.gatherUsageStats false "$@"
