@@ -53,3 +53,22 @@ def make_model(kind: str, vocab: Vocab, seed: int = 0, **kw):
 
 def data_available() -> bool:
     return (DATA_DIR / "e2e" / "dev.csv").exists()
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """Tiny fitted checkpoints (bundled examples, no data needed), built once per session."""
+    from segviz.examples import make_tiny_checkpoints
+
+    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
+    if not (folder / "webnlg-pg" / "history.json").exists():
+        make_tiny_checkpoints(folder)
+    return folder
+
+
+@pytest.fixture
+def env(tiny, tmp_path, monkeypatch):
+    """The app sees only the tiny checkpoints and no dev data (bundled examples only)."""
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny))
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "no-data"))
+    return tiny

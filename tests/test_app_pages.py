@@ -10,26 +10,15 @@ from streamlit.testing.v1 import AppTest
 
 from segviz import service
 from segviz.checkpoint import load
-from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.examples import EXAMPLES
 from segviz.records import parse_e2e_mr
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN, INSPECTOR, RESULTS = (str(ROOT / "pages" / p) for p in ("1_Plan_editor.py", "2_Hallucination_inspector.py", "3_Results.py"))
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
-    if not (folder / "webnlg-pg" / "history.json").exists():
-        make_tiny_checkpoints(folder)
-    return folder
 
 
-@pytest.fixture
-def env(tiny, tmp_path, monkeypatch):
-    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny))
-    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "no-data"))
-    return tiny
 
 
 # a small dev set the tiny models never saw: their outputs get flagged

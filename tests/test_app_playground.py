@@ -9,24 +9,13 @@ from streamlit.testing.v1 import AppTest
 
 from segviz import service
 from segviz.checkpoint import load
-from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.examples import EXAMPLES
 from segviz.records import Record
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
-    if not (folder / "webnlg-pg" / "history.json").exists():
-        make_tiny_checkpoints(folder)
-    return folder
 
 
-@pytest.fixture
-def env(tiny, tmp_path, monkeypatch):
-    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny))
-    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "no-data"))  # bundled examples only
-    return tiny
 
 
 def _app() -> AppTest:

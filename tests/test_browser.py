@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import pytest
 
 from segviz import service
-from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.examples import EXAMPLES
 
 pytestmark = pytest.mark.browser
 
@@ -37,12 +37,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
-    if not (folder / "webnlg-pg" / "history.json").exists():
-        make_tiny_checkpoints(folder)
-    return folder
 
 
 def _serve(checkpoints: Path, data: Path | None, log: Path):

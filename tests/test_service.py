@@ -8,17 +8,8 @@ import pytest
 
 from segviz import service
 from segviz.checkpoint import load
-from segviz.examples import EXAMPLES, make_tiny_checkpoints
+from segviz.examples import EXAMPLES
 from segviz.records import Record, RecordError
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    """Tiny fitted checkpoints, built once per session and shared by every test module."""
-    folder = tmp_path_factory.getbasetemp() / "segviz-tiny"
-    if not (folder / "webnlg-pg" / "history.json").exists():
-        make_tiny_checkpoints(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
