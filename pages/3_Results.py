@@ -33,7 +33,7 @@ without = [s.name for s in shown if not s.metrics and not s.error]
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="results_metrics")
 if without:
-    st.info(f"No metrics yet for {', '.join(without)} (written by `python -m segviz.evaluate` into metrics.json).")
+    st.info(f"No metrics yet for {', '.join(without)} (written into metrics.json by `python -m segviz.report --checkpoint DIR`).")
 
 st.subheader("Training")
 df = viz.curves_frame({s.name: s.history for s in shown})
