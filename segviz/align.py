@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--input", type=Path, required=True)
     p.add_argument("--output", type=Path, default=None, help="JSON lines file (default: stdout)")
-    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--stride", type=int, default=1, help="take every Nth row (spread a sample over the file)")
+    p.add_argument("--limit", type=int, default=0, help="at most N rows (after --stride)")
     p.add_argument("--report", action="store_true", help="print the share of value words aligned to their own record")
     args = p.parse_args(argv)
     try:
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ckpt.CheckpointError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    pairs = pairs[:: max(1, args.stride)]
     if args.limit:
         pairs = pairs[: args.limit]
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
