@@ -151,15 +151,21 @@ def bench_training(hidden: int, emb: int, threads: int, reps: int) -> dict:
 # ----- 2. decoding on E2E dev with the shipped checkpoints -----------------------------------
 
 
-def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS) -> dict:
+def _shipped_e2e(n: int, data_dir: Path | None, checkpoints: Path):
+    """The shipped E2E checkpoints and the first ``n`` distinct dev inputs (raises if missing)."""
     from segviz import checkpoint as ckpt
     from segviz.data import load_split, unique_inputs
+
+    seg = ckpt.load(checkpoints / "e2e-seg")
+    pg = ckpt.load(checkpoints / "e2e-pg")
+    return seg, pg, [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
+
+
+def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS) -> dict:
     from segviz.decode import CONSTRAINTS, generate_pg, generate_seg
 
     try:
-        seg = ckpt.load(checkpoints / "e2e-seg")
-        pg = ckpt.load(checkpoints / "e2e-pg")
-        inputs = [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
+        seg, pg, inputs = _shipped_e2e(n, data_dir, checkpoints)
     except Exception as e:  # noqa: BLE001
         return {"skipped": f"needs checkpoints/e2e-seg, checkpoints/e2e-pg and the E2E dev set ({e})"}
     out: dict = {"inputs": len(inputs)}
@@ -181,14 +187,10 @@ def bench_app(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path
     """Median time of ``service.compare`` (both models, beam 5, PG aligned, verdicts) per E2E dev
     input once the models are loaded, and of a Playground rerun that does not generate
     (Streamlit's AppTest: script run with cached results)."""
-    from segviz import checkpoint as ckpt
     from segviz import service
-    from segviz.data import load_split, unique_inputs
 
     try:
-        seg = ckpt.load(checkpoints / "e2e-seg")
-        pg = ckpt.load(checkpoints / "e2e-pg")
-        inputs = [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
+        seg, pg, inputs = _shipped_e2e(n, data_dir, checkpoints)
     except Exception as e:  # noqa: BLE001
         return {"skipped": f"needs the shipped E2E checkpoints and dev set ({e})"}
     service.compare("e2e", inputs[0], seg, pg, "rm", 5)  # warm-up

@@ -85,7 +85,7 @@ def _word(vocab: Vocab, oov: list[str], i: int) -> str:
     return vocab.itos[i] if i < len(vocab) else oov[i - len(vocab)]
 
 
-def _banned(V: int, n_ext: int) -> torch.Tensor:
+def _banned(n_ext: int) -> torch.Tensor:
     """Ids never emitted as words: <pad> <unk> <bos> <$>.  (n_ext,) bool."""
     ban = torch.zeros(n_ext, dtype=torch.bool)
     ban[[PAD_ID, UNK_ID, BOS_ID, EOSEG_ID]] = True
@@ -149,7 +149,7 @@ class SegmentDecoder:
         enc = model.encode(batch)
         max_len = max_len or 3 * len(enc_ex.src) + 20
         L = model.cfg.max_seg_len
-        ban = _banned(V, n_ext)
+        ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
         all_recs = frozenset(range(1, S))
         h0, c0 = enc.state0
@@ -388,7 +388,7 @@ def generate_pg(
     enc_ex, batch = _prepare(vocab, records)
     n_ext = V + len(enc_ex.oov)
     enc = model.encode(batch)
-    ban = _banned(V, n_ext)
+    ban = _banned(n_ext)
     max_len = max_len or 3 * len(enc_ex.src) + 20
     st = model.start_state(enc)
     hyps = [(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]

@@ -104,14 +104,11 @@ def train_step(model, optimizer, batch: Batch, clip: float) -> dict:
     return stats
 
 
-def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None):
-    train = load_split(tcfg.dataset, "train", data_dir)
-    dev = load_split(tcfg.dataset, "dev", data_dir)
-    if tcfg.max_examples:
-        train = train[: tcfg.max_examples]
-    if tcfg.max_val_examples:
-        dev = dev[: tcfg.max_val_examples]
-    vocab = Vocab.build(train, min_freq=tcfg.min_freq)
+def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, vocab: Vocab | None = None):
+    """Load the splits, build (or reuse) the vocabulary and encode every example."""
+    train = load_split(tcfg.dataset, "train", data_dir)[: tcfg.max_examples or None]
+    dev = load_split(tcfg.dataset, "dev", data_dir)[: tcfg.max_val_examples or None]
+    vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
     enc_train = [encode(vocab, e.records, e.target) for e in train]
     enc_dev = [encode(vocab, e.records, e.target) for e in dev]
@@ -141,10 +138,7 @@ def fit(
             log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
         mcfg = ModelConfig.from_json({**stored["model"], **changeable})
         tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs})
-        train = load_split(tcfg.dataset, "train", data_dir)[: tcfg.max_examples or None]
-        dev = load_split(tcfg.dataset, "dev", data_dir)[: tcfg.max_val_examples or None]
-        enc_train = [encode(vocab, e.records, e.target) for e in train]
-        enc_dev = [encode(vocab, e.records, e.target) for e in dev]
+        _, _, enc_train, enc_dev = prepare(tcfg, {}, data_dir, vocab)
     else:
         vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
     model = build_model(mcfg)
