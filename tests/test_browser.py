@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from playwright.sync_api import expect
 
 from segviz import service
 from segviz.examples import EXAMPLES
@@ -103,7 +104,7 @@ def _generate(page, url: str) -> None:
 
 def test_playground_generate_and_click_heatmap(page, server):
     _generate(page, server)
-    assert page.locator(".segviz-text").count() == 2
+    expect(page.locator(".segviz-text")).to_have_count(2)
     assert page.locator(".segviz-text .seg").count() >= 2
     assert "records=" in page.url and "constraints=rm" in page.url
     chart = page.locator("[data-testid='stVegaLiteChart']").first
@@ -124,7 +125,7 @@ def test_plan_editor_reorder_and_regenerate(page, server):
     page.get_by_text("1. record 2: eatType[pub]").wait_for()
     page.get_by_role("button", name="Regenerate with this plan").click()
     page.get_by_text("plan 2 → 1 → 3 → 4").wait_for()
-    assert page.locator(".segviz-text").count() == 2  # previous and new output
+    expect(page.locator(".segviz-text")).to_have_count(2)  # previous and new output (waits for the rerun)
     assert "plan=2%2C1%2C3%2C4" in page.url or "plan=2,1,3,4" in page.url
 
 
