@@ -219,25 +219,34 @@ def bench_app(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path
 # ----- 3. scaling on synthetic inputs ----------------------------------------------------------
 
 
-def _step_costs(seg: SegmentModel, pg: PGModel, vocab: Vocab, K: int, N: int, reps: int, steps: int = 20) -> dict:
-    """Per-token decoding cost of both models on one K x N input, and the attention part alone.
+def _step_costs(seg: SegmentModel, pg: PGModel, vocab: Vocab, K: int, N: int, reps: int, steps: int = 20, batch: int = 1) -> dict:
+    """Per-token decoding cost of both models on ``batch`` inputs of K x N decoded in lockstep,
+    and the attention part of a step on its own.
 
     A greedy decoding step of each model is run ``steps`` times from the start state:
-    seg = LSTM step + distribution under one record (+ a record choice every N tokens,
-    amortised); pg = LSTM step with input feeding + attention over all K·N tokens + head.
+    seg = LSTM step + distribution under one record, + a record choice (eq. 3, O(M)) every N
+    tokens, amortised; pg = LSTM step with input feeding + attention over all K·N tokens + head.
+    Attention part = scores + context + copy (adding the weights into a vocabulary-sized row):
+    for seg over the current record's N tokens (:meth:`SegmentModel.attend_record`), for pg over
+    all K·N (:meth:`PGModel.attend`). The record choice is reported on its own (per segment).
+    Costs are per output token, i.e. a step's time divided by ``batch``.
     """
-    records = synthetic_records(K, N, len(vocab))
-    batch = collate([encode(vocab, records)], len(vocab))
+    items = [encode(vocab, synthetic_records(K, N, len(vocab), seed=b)) for b in range(batch)]
+    bt = collate(items, len(vocab))
     with torch.no_grad():
-        se, pe = seg.encode(batch), pg.encode(batch)
-        y = torch.tensor([BOS_ID])
-        k = torch.tensor([1])
+        se, pe = seg.encode(bt), pg.encode(bt)
+        y = torch.full((batch,), BOS_ID)
+        k = torch.arange(batch) % K + 1  # each row in its own record
+        b = None if batch == 1 else torch.arange(batch)
+        t = se.tables
+        ext_seg = t.one[1][3] if batch == 1 else t.ext[b, k]  # (batch, N) extended ids
+        buf = torch.zeros(batch, len(vocab))
 
         def seg_token():
             d, st = seg.step(y, se.state0)
-            for t in range(steps):
-                seg.token_dist(se, d, k, 0)
-                if t % max(N, 1) == 0:  # one record choice per segment of ~N tokens: O(M)
+            for i in range(steps):
+                seg.token_dist(se, d, k, 0, b)
+                if i % max(N, 1) == 0:  # one record choice per segment of ~N tokens: O(M)
                     seg.transition_step(se, torch.zeros_like(d), d, k)
                 d, st = seg.step(y, st)
 
@@ -247,34 +256,39 @@ def _step_costs(seg: SegmentModel, pg: PGModel, vocab: Vocab, K: int, N: int, re
                 _, _, st = pg.token_dist(pe, y, st, 0)
 
         d0 = se.state0[0]
-        V = len(vocab)
 
         def seg_attention():
             for _ in range(steps):
-                idx, _, a, _ = seg.attend_record(se, d0, k)
-                torch.zeros(1, V).scatter_add(1, se.src_ext.gather(1, idx), a)  # copy
+                _, a, _ = seg.attend_record(se, d0, k, b)
+                buf.scatter_add_(1, ext_seg, a)  # copy
 
         def pg_attention():
             for _ in range(steps):
                 alpha, _ = pg.attend(pe, d0)
-                torch.zeros(1, V).scatter_add(1, pe.src_ext, alpha)  # copy
+                buf.scatter_add_(1, pe.src_ext, alpha)  # copy
 
-        seg_t = median_time(seg_token, reps) / steps
-        pg_t = median_time(pg_token, reps) / steps
-        seg_a = median_time(seg_attention, reps) / steps
-        pg_a = median_time(pg_attention, reps) / steps
+        def record_choice():
+            for _ in range(steps):
+                seg.transition_step(se, d0, d0, k)
+
+        seg_t = median_time(seg_token, reps) / steps / batch
+        pg_t = median_time(pg_token, reps) / steps / batch
+        seg_a = median_time(seg_attention, reps) / steps / batch
+        pg_a = median_time(pg_attention, reps) / steps / batch
+        choice = median_time(record_choice, reps) / steps / batch
     return {
-        "K": K, "N": N, "seg_us_per_token": 1e6 * seg_t, "pg_us_per_token": 1e6 * pg_t, "ratio": seg_t / pg_t,
+        "K": K, "N": N, "batch": batch, "seg_us_per_token": 1e6 * seg_t, "pg_us_per_token": 1e6 * pg_t, "ratio": seg_t / pg_t,
         "seg_attention_us": 1e6 * seg_a, "pg_attention_us": 1e6 * pg_a, "attention_ratio": seg_a / pg_a,
+        "record_choice_us": 1e6 * choice,
     }
 
 
-def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int, train_T: int) -> dict:
+def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int, train_T: int, batches_=(1,)) -> dict:
     torch.manual_seed(0)
     vocab = synthetic_vocab(V)
     seg = build_model(ModelConfig(kind="seg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
     pg = build_model(ModelConfig(kind="pg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
-    decode_rows = [_step_costs(seg, pg, vocab, K, N, reps) for N in Ns for K in Ks]
+    decode_rows = [_step_costs(seg, pg, vocab, K, N, reps, batch=B) for B in batches_ for N in Ns for K in Ks]
     train_rows = []
     for K in Ks:
         b = synthetic_batch(vocab, train_B, K, 2, train_T)
@@ -304,7 +318,8 @@ def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | N
         res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir)
         res["app"] = bench_app(20, reps, data_dir)
     Ks, Ns = ((4, 8), (2,)) if small else ((4, 8, 16, 32, 64), (2, 8))
-    res["scaling"] = bench_scaling(hidden, emb, 200 if small else 1000, Ks, Ns, reps, 4 if small else 16, 8 if small else 30)
+    res["scaling"] = bench_scaling(hidden, emb, 200 if small else 1000, Ks, Ns, reps, 4 if small else 16, 8 if small else 30,
+                                   (1, 4) if small else (1, 16))
     return res
 
 
@@ -335,11 +350,12 @@ def format_report(res: dict) -> str:
             if "rerun_median_ms" in a:
                 lines.append(f"     Playground rerun without generating: median {a['rerun_median_ms']:.0f} ms")
     sc = res["scaling"]
-    lines += ["", "Scaling (synthetic; per output token, µs):",
-              "   K  N    seg     pg  seg/pg | attention: seg    pg  seg/pg"]
-    for r in sc["decoding"]:
-        lines.append(f"  {r['K']:2d} {r['N']:2d} {r['seg_us_per_token']:6.0f} {r['pg_us_per_token']:6.0f} {r['ratio']:6.2f}  |"
-                     f"          {r['seg_attention_us']:5.0f} {r['pg_attention_us']:5.0f} {r['attention_ratio']:6.2f}")
+    for B in sorted({r["batch"] for r in sc["decoding"]}):
+        lines += ["", f"Scaling (synthetic; {B} input{'s' if B > 1 else ''} decoded together; per output token, µs):",
+                  "   K  N    seg     pg  seg/pg | attention: seg     pg  seg/pg | seg record choice (per segment)"]
+        for r in (r for r in sc["decoding"] if r["batch"] == B):
+            lines.append(f"  {r['K']:2d} {r['N']:2d} {r['seg_us_per_token']:6.1f} {r['pg_us_per_token']:6.1f} {r['ratio']:6.2f}  |"
+                         f"          {r['seg_attention_us']:5.1f} {r['pg_attention_us']:6.1f} {r['attention_ratio']:6.2f}  | {r['record_choice_us']:6.1f}")
     lines += ["", "Training step against K (N = 2):", "   K   seg ms   pg ms"]
     for r in sc["training"]:
         lines.append(f"  {r['K']:2d} {r['seg_step_ms']:8.0f} {r['pg_step_ms']:7.0f}")

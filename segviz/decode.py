@@ -7,6 +7,19 @@ Constraints (paper §4 "Decoding"), selectable per call:
 - ``r``:    + a record is realised at most once (the null record is exempt)  ("+R")
 - ``rm``:   + ``<eos>`` is blocked until every record has been realised      ("+RM")
 
+With ``r``, ``rm`` and forced plans a record counts as realised only by a segment that says
+something: a segment of a real record may not end (by ``$`` or ``<eos>``) while all its words
+are punctuation or English function words (:data:`FUNCTION_WORDS`). This is the "simple
+filtering rule" of the paper's error analysis (appendix A: +RM's remaining misses were
+segments aligned to a record that generated only a period); without it "near" or "it is"
+could stand in for a whole record and the constraint would be met in name only.
+
+Also with ``r`` and ``rm`` (no plan), a record whose whole value appears verbatim in the text,
+inside another record's segment ("an English coffee shop" aligned to ``food`` states
+``eatType[coffee shop]`` too), counts as realised: ``r`` then does not let it be said again and
+``rm`` does not demand it a second time. This is the entity string-matching the paper's
+footnote on heuristic rules allows; without it +RM appended "... and it is a coffee shop".
+
 Our choices where the paper is silent: ``<eos>`` is a word of the last segment (it may only
 continue a segment, never open one); a segment is cut at ``L`` tokens; finished hypotheses are
 ranked by log-probability divided by ``length ** length_penalty``; when no hypothesis can meet
@@ -75,6 +88,45 @@ def _records_info(records: list[Record]):
     return [(k + 1, r.label, r.tokens) for k, r in enumerate(records)]
 
 
+# Closed-class English words: a segment of these alone does not realise a record.
+FUNCTION_WORDS = frozenset(
+    "a an the this that these those it its it's they their there here he she his her "
+    "is are was were be been being am has have had having do does did will would can could "
+    "and or but nor so yet also as than then too very which who whom whose where when what "
+    "of in on at to for with by from into onto near off out up down over under about "
+    "within without between among through during before after around against along "
+    "`` '' 's".split()
+)
+
+
+def is_function_word(word: str) -> bool:
+    """True for punctuation, specials and :data:`FUNCTION_WORDS` (case-insensitive)."""
+    w = word.lower()
+    return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))
+
+
+def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
+    """(n_ext,) bool: ids whose word cannot by itself realise a record."""
+    return torch.tensor([is_function_word(vocab.itos[i]) for i in range(len(vocab))] + [is_function_word(w) for w in oov])
+
+
+def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int, list[int]]:
+    """Record id (1..K) -> extended ids of its value, for values with a non-function word."""
+    out = {}
+    for k, r in enumerate(records, 1):
+        toks = [t.lower() for t in r.value_tokens]
+        if toks and not all(is_function_word(t) for t in toks):
+            ids = [vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None for t in toks]
+            if None not in ids:
+                out[k] = ids
+    return out
+
+
+def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
+    """Records whose value ends exactly at the last token of ``tokens``."""
+    return frozenset(k for k, ids in values.items() if tokens[-len(ids):] == ids)
+
+
 def _prepare(vocab: Vocab, records: list[Record]):
     enc = encode(vocab, records)
     batch = collate([enc], len(vocab))
@@ -106,6 +158,8 @@ class _SegHyp:
     state: tuple  # LSTM (h, c) after the last token, each (H,)
     d: torch.Tensor  # decoder output that reads the next token (H,)
     A_last: torch.Tensor  # context of the last token under k (H,)
+    content: bool = False  # the current segment has a word that is not a function word
+    mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
 
 
 class SegmentDecoder:
@@ -131,13 +185,18 @@ class SegmentDecoder:
         max_len: int | None = None,
         length_penalty: float = 1.0,
         sample: torch.Generator | None = None,
+        content_rule: bool | None = None,
+        mentions: bool | None = None,
     ) -> tuple[_SegHyp | None, list[str], torch.Tensor]:
         """Best hypothesis (or ``None``), the source OOV words and the source record ids.
 
         ``plan`` is a list of record ids (1..K): the segment records must follow it in order
         (null segments allowed between) and ``<eos>`` waits until it is complete. ``sample``
         draws each record choice from the transition model instead of maximising (words stay
-        greedy); used with ``beam=1`` for :func:`sample_structures`.
+        greedy); used with ``beam=1`` for :func:`sample_structures`. ``content_rule`` (default:
+        on for ``r``, ``rm`` and plans) keeps a real record's segment open until it holds a word
+        that is not a function word. ``mentions`` (default: on for ``r`` / ``rm`` without a plan)
+        counts a record as realised once its value appears verbatim anywhere in the text.
         """
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {CONSTRAINTS}, got {constraints!r}")
@@ -151,6 +210,12 @@ class SegmentDecoder:
         L = model.cfg.max_seg_len
         ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
+        if content_rule is None:
+            content_rule = constraints != "none" or bool(plan)
+        func = _function_mask(self.vocab, enc_ex.oov)
+        if mentions is None:
+            mentions = constraints != "none" and not plan
+        values = _value_ids(self.vocab, enc_ex.oov, records) if mentions else {}
         all_recs = frozenset(range(1, S))
         h0, c0 = enc.state0
         d, state = model.step(torch.tensor([BOS_ID]), (h0, c0))
@@ -160,11 +225,11 @@ class SegmentDecoder:
             cands: list[tuple[float, int, str, int]] = []  # (score, hyp, kind, value)
             words = [m for m, h in enumerate(hyps) if not h.boundary]
             bounds = [m for m, h in enumerate(hyps) if h.boundary]
-            dist = alpha = A = None
+            dist = pos = a = A = None
             if words:
                 dW = torch.stack([hyps[m].d for m in words])
                 kW = torch.tensor([hyps[m].k for m in words])
-                dist, alpha, A = model.token_dist(enc, dW, kW, n_ext - V)  # (M_w, n_ext)
+                dist, pos, a, A = model.token_dist(enc, dW, kW, n_ext - V)  # (M_w, n_ext)
                 dist = dist.masked_fill(ban, -math.inf)
                 for i, m in enumerate(words):
                     h = hyps[m]
@@ -177,6 +242,8 @@ class SegmentDecoder:
                         row[[EOSEG_ID, EOS_ID]] = keep
                     if not self._may_end(h, constraints, plan, all_recs):
                         row[EOS_ID] = -math.inf
+                    if content_rule and h.k > 0 and not h.content:  # nothing said yet: no end
+                        row[EOSEG_ID] = row[EOS_ID] = -math.inf
                     if sample is not None:
                         w = int(row.argmax())
                         cands.append((h.score + float(row[w]), m, "w", w))
@@ -186,9 +253,8 @@ class SegmentDecoder:
             if bounds:
                 dB = torch.stack([hyps[m].d for m in bounds])
                 kB = torch.tensor([max(hyps[m].k, 0) for m in bounds])
-                trans = model.transition_step(enc.index(torch.zeros(len(bounds), dtype=torch.long)),
-                                              torch.stack([hyps[m].A_last for m in bounds]), dB, kB)
-                init = model.initial(enc.index(torch.zeros(len(bounds), dtype=torch.long)), dB)
+                trans = model.transition_step(enc, torch.stack([hyps[m].A_last for m in bounds]), dB, kB)
+                init = model.initial(enc, dB)
                 for i, m in enumerate(bounds):
                     h = hyps[m]
                     row = (trans[i] if h.k >= 0 else init[i]).clone()
@@ -226,15 +292,19 @@ class SegmentDecoder:
                     segs = [list(x) for x in h.segments] + [[len(h.tokens), len(h.tokens), v]]
                     plan_pos = h.plan_pos + (1 if plan and v > 0 else 0)
                     realised = h.realised | {v} if v > 0 else h.realised
-                    new_hyps.append(_SegHyp(score, h.tokens, segs, h.attn, v, False, 0, realised, plan_pos, h.state, h.d, h.A_last))
+                    new_hyps.append(_SegHyp(score, h.tokens, segs, h.attn, v, False, 0, realised, plan_pos, h.state, h.d, h.A_last,
+                                            False, h.mentioned))
                 elif v == EOSEG_ID:
-                    new_hyps.append(_SegHyp(score, h.tokens, h.segments, h.attn, h.k, True, h.seg_len, h.realised, h.plan_pos, h.state, h.d, h.A_last))
+                    new_hyps.append(_SegHyp(score, h.tokens, h.segments, h.attn, h.k, True, h.seg_len, h.realised, h.plan_pos, h.state, h.d, h.A_last,
+                                            h.content, h.mentioned))
                 else:
                     i = wpos[m]
                     segs = [list(x) for x in h.segments]
                     segs[-1][1] = len(h.tokens) + 1
-                    nh = _SegHyp(score, h.tokens + [v], segs, h.attn + [alpha[i]], h.k, False, h.seg_len + 1,
-                                 h.realised, h.plan_pos, h.state, h.d, A[i])
+                    tokens = h.tokens + [v]
+                    mentioned = h.mentioned | _mentioned_now(values, tokens) if values else h.mentioned
+                    nh = _SegHyp(score, tokens, segs, h.attn + [(pos[i], a[i])], h.k, False, h.seg_len + 1,
+                                 h.realised, h.plan_pos, h.state, h.d, A[i], h.content or not bool(func[v]), mentioned)
                     if v == EOS_ID:
                         finished.append(nh)
                     elif len(nh.tokens) >= max_len:  # length budget spent: keep it only if it may end
@@ -254,6 +324,8 @@ class SegmentDecoder:
             if not hyps or _beam_done(finished, hyps, beam, length_penalty):
                 break
         best = max(finished, key=lambda f: _norm(f, length_penalty)) if finished else None
+        if best is not None:  # record-local attention -> rows over all source tokens
+            best.attn = [model.full_attention(enc, p, a) for p, a in best.attn]
         return best, enc_ex.oov, torch.tensor(enc_ex.src_rec)
 
     @staticmethod
@@ -264,7 +336,7 @@ class SegmentDecoder:
             nxt = plan[h.plan_pos] if h.plan_pos < len(plan) else None
             blocked |= {j for j in range(1, S) if j != nxt}
         elif constraints in ("r", "rm"):
-            blocked |= set(h.realised)
+            blocked |= set(h.realised | h.mentioned)
         return sorted(blocked)
 
     @staticmethod
@@ -272,7 +344,7 @@ class SegmentDecoder:
         if plan:
             return h.plan_pos >= len(plan)
         if constraints == "rm":
-            return h.realised >= all_recs
+            return (h.realised | h.mentioned) >= all_recs
         return True
 
 
@@ -394,11 +466,9 @@ def generate_pg(
     hyps = [(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished = []
     for _ in range(max_len):
-        M = len(hyps)
-        encM = enc.index(torch.zeros(M, dtype=torch.long))
         y = torch.tensor([h[1][-1] if h[1] and h[1][-1] < V else (UNK_ID if h[1] else BOS_ID) for h in hyps])
         state = tuple(torch.stack([h[3][i] for h in hyps]) for i in range(3))
-        logp, alpha, state = model.token_dist(encM, y, state, n_ext - V)
+        logp, alpha, state = model.token_dist(enc, y, state, n_ext - V)
         logp = logp.masked_fill(ban, -math.inf)
         total = logp + torch.tensor([h[0] for h in hyps]).unsqueeze(1)
         flat = total.view(-1)

@@ -79,20 +79,21 @@ class Encoder(nn.Module):
 
 
 def extended_scatter(
-    log_pvocab: torch.Tensor, logit_gen: torch.Tensor, alpha: torch.Tensor, src_ext: torch.Tensor, n_oov: int
+    p_vocab: torch.Tensor, logit_gen: torch.Tensor, alpha: torch.Tensor, src_ext: torch.Tensor, n_oov: int
 ) -> torch.Tensor:
     """Pointer-generator mixture over the extended vocabulary (See et al., 2017).
 
     ``p(w) = p_gen p_vocab(w) + (1 - p_gen) sum_{i: x_i = w} alpha_i``
 
-    log_pvocab (M, V), logit_gen (M,), alpha (M, N), src_ext (M, N) -> log p (M, V + n_oov)
+    p_vocab (M, V) probabilities, logit_gen (M,), alpha (M, N) weights on the source positions
+    ``src_ext (M, N)`` (all of them, or only those of one record) -> log p (M, V + n_oov)
     """
-    M, V = log_pvocab.shape
     p_gen = torch.sigmoid(logit_gen).unsqueeze(1)  # (M, 1)
-    p = torch.zeros(M, V + n_oov, dtype=log_pvocab.dtype)
-    p[:, :V] = p_gen * log_pvocab.exp()
-    p = p.scatter_add(1, src_ext, (1 - p_gen) * alpha)
-    return p.clamp_min(1e-30).log()
+    p = p_vocab * p_gen
+    if n_oov:
+        p = F.pad(p, (0, n_oov))
+    p.scatter_add_(1, src_ext, (1 - p_gen) * alpha)
+    return p.clamp_min_(1e-30).log_()
 
 
 def mixture_logprob(
@@ -105,6 +106,43 @@ def mixture_logprob(
     return torch.logaddexp(
         F.logsigmoid(logit_gen) + log_pv_y, F.logsigmoid(-logit_gen) + copy_y.clamp_min(1e-30).log()
     )
+
+
+@dataclass
+class RecordTables:
+    """What decoding under record ``k`` reads, gathered once per input: O(N_k) work per step.
+
+    Padded stacks for hypotheses in different records / inputs, indexed ``[b, k]``:
+    ``key, h (B, S, R, H)``; ``vproj (B, S, R, V)``; ``ext, pos (B, S, R)`` extended ids and
+    source positions; ``bias (B, S, R)`` 0 / NEG; ``valid (B, S, R)``; ``any (B, S)``.
+    And for one hypothesis of input 0 (greedy decoding), exact-length views per record, no
+    padding: ``one[k] = (key (N_k, H), h^T (H, N_k), vproj (N_k, V), ext (1, N_k), pos (N_k,))``.
+    """
+
+    key: torch.Tensor
+    h: torch.Tensor
+    vproj: torch.Tensor
+    ext: torch.Tensor
+    pos: torch.Tensor
+    bias: torch.Tensor
+    valid: torch.Tensor
+    any: torch.Tensor
+    one: list
+
+    @classmethod
+    def build(cls, enc: SegEncoding) -> RecordTables:
+        pos, valid = enc.rec_idx, enc.rec_valid  # (B, S, R)
+        bi = torch.arange(pos.size(0)).view(-1, 1, 1)
+        one = []
+        for k in range(pos.size(1)):
+            p = pos[0, k][valid[0, k]]
+            one.append((enc.key[0, p].contiguous(), enc.h[0, p].t().contiguous(), enc.vproj[0, p].contiguous(),
+                        enc.src_ext[0, p].unsqueeze(0), p) if len(p) else None)
+        return cls(
+            key=enc.key[bi, pos], h=enc.h[bi, pos], vproj=enc.vproj[bi, pos], ext=enc.src_ext[bi, pos], pos=pos,
+            bias=torch.zeros(valid.shape, dtype=enc.h.dtype).masked_fill(~valid, NEG), valid=valid,
+            any=valid.any(2), one=one,
+        )
 
 
 @dataclass
@@ -127,9 +165,14 @@ class SegEncoding:
     state0: tuple[torch.Tensor, torch.Tensor]
     rec_idx: torch.Tensor  # (B, S, R) positions of each record's tokens, padded with 0
     rec_valid: torch.Tensor  # (B, S, R) which of those are real
-    rec_key: torch.Tensor | None = None  # decoding caches for B = 1: (S, R, H) keys, states,
-    rec_h: torch.Tensor | None = None  # and (S, R) additive mask, built on first use
-    rec_bias: torch.Tensor | None = None
+    _tables: RecordTables | None = None  # decoding tables, built on first use
+
+    @property
+    def tables(self) -> RecordTables:
+        """Per-record decoding tables (:class:`RecordTables`), built once per input."""
+        if self._tables is None:
+            self._tables = RecordTables.build(self)
+        return self._tables
 
     def index(self, idx: torch.Tensor) -> SegEncoding:
         """Select / repeat examples (for beam search): every tensor indexed on dim 0."""
@@ -249,14 +292,17 @@ class SegmentModel(nn.Module):
         """Eq. 3 for one boundary per hypothesis: ``A (M, H)``, ``d_next (M, H)``, ``q (M,)`` ->
         ``(M, S)`` log-probabilities of the next record (``q`` itself and padding masked)."""
         u = self.trans_a(A) + self.trans_d(d_next)  # (M, E)
-        scores = torch.einsum("me,mse->ms", u, enc.f)
+        if enc.f.size(0) == 1:  # one input, M hypotheses: O(M·S) scores, no copies of enc
+            scores = u @ enc.f[0].t()
+        else:
+            scores = torch.einsum("me,mse->ms", u, enc.f)
         mask = ~enc.rec_mask | F.one_hot(q, enc.f.size(1)).bool()
         return torch.log_softmax(scores.masked_fill(mask, NEG), dim=1)
 
     def initial(self, enc: SegEncoding, d0: torch.Tensor) -> torch.Tensor:
         """Start distribution over records, from the start state (A = 0): ``(B, S)``."""
         u = self.trans_d(d0)  # (B, E)
-        scores = torch.einsum("be,bse->bs", u, enc.f)
+        scores = u @ enc.f[0].t() if enc.f.size(0) == 1 else torch.einsum("be,bse->bs", u, enc.f)
         return torch.log_softmax(scores.masked_fill(~enc.rec_mask, NEG), dim=1)
 
     # ----- training ------------------------------------------------------------------------
@@ -322,37 +368,54 @@ class SegmentModel(nn.Module):
         h, c = torch.lstm_cell(self.dec_emb(y_prev), state, r.weight_ih_l0, r.weight_hh_l0, r.bias_ih_l0, r.bias_hh_l0)
         return h, (h, c)
 
-    def attend_record(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor):
+    def attend_record(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, b: torch.Tensor | None = None):
         """Attention over the tokens of record ``k`` only (scores + context): O(N_k) per step.
 
-        Returns the token positions ``idx (M, R)``, ``valid (M, R)``, weights ``a (M, R)`` (all
-        zero for ``r_0``) and the context ``A (M, H)``.
+        ``d (M, H)``, ``k (M,)``, ``b (M,)`` the input of each row (default: input 0).
+        Returns source positions ``pos (M, R)``, weights ``a (M, R)`` (zero on padding and for
+        ``r_0``) and the context ``A (M, H)`` (zero for ``r_0``). With one row, ``R = N_k``.
         """
-        idx = enc.rec_idx[0, k]  # (M, R) token positions of record k (padded)
-        valid = enc.rec_valid[0, k]  # (M, R)
-        if enc.rec_key is None:  # per-record tables, built once per input: (S, R, H)
-            enc.rec_key = enc.key[0, enc.rec_idx[0]]
-            enc.rec_h = enc.h[0, enc.rec_idx[0]]
-            enc.rec_bias = torch.zeros(enc.rec_valid.shape[1:], dtype=enc.h.dtype).masked_fill(~enc.rec_valid[0], NEG)
-        scores = torch.bmm(enc.rec_key[k], d.unsqueeze(2)).squeeze(2) + enc.rec_bias[k]  # (M, R)
-        a = torch.softmax(scores, dim=1) * valid
-        A = torch.bmm(a.unsqueeze(1), enc.rec_h[k]).squeeze(1)  # (M, H)
-        return idx, valid, a, A
+        t = enc.tables
+        if d.size(0) == 1 and (b is None or int(b[0]) == 0):
+            one = t.one[int(k[0])]
+            if one is None:  # r_0: no attention, zero context
+                return t.pos[0, 0, :0].unsqueeze(0), d.new_zeros(1, 0), torch.zeros_like(d)
+            key, hT, _, _, pos = one
+            a = torch.softmax(torch.mv(key, d[0]), dim=0)  # (N_k,)
+            return pos.unsqueeze(0), a.unsqueeze(0), torch.mv(hT, a).unsqueeze(0)
+        b = torch.zeros_like(k) if b is None else b
+        scores = torch.bmm(t.key[b, k], d.unsqueeze(2)).squeeze(2) + t.bias[b, k]  # (M, R)
+        a = torch.softmax(scores, dim=1) * t.valid[b, k]
+        return t.pos[b, k], a, torch.bmm(a.unsqueeze(1), t.h[b, k]).squeeze(1)
 
-    def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int):
+    def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int, b: torch.Tensor | None = None):
         """Next-word distribution under record ``k`` only, for decoding: cost O(N_k) attention.
 
-        ``enc`` holds one example (B = 1); ``d (M, H)``, ``k (M,)`` -> ``log p (M, V + n_oov)``
-        over the extended vocabulary (``$`` included), ``alpha (M, N)`` (zero outside ``r_k``)
-        and the context ``A (M, H)`` (zero for ``r_0``). Equal to :meth:`generation` at ``k``.
+        ``d (M, H)``, ``k (M,)`` (``b (M,)``: input of each row, default 0) -> ``log p (M, V +
+        n_oov)`` over the extended vocabulary (``$`` included), the record's attention ``pos,
+        a (M, R)`` (see :meth:`attend_record`) and the context ``A (M, H)``. Equal to
+        :meth:`generation` at ``k``: ``p_vocab = softmax(W1 d + sum_i a_i W2 h_i)``.
         """
-        idx, valid, a, A = self.attend_record(enc, d, k)
-        logits = self.out_d(d) + torch.einsum("mr,mrv->mv", a, enc.vproj[0, idx])  # W1 d + W2 A
-        logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
-        logit_gen = logit_gen.masked_fill(~valid.any(1), 50.0)  # p_gen = 1 for r_0
-        alpha = torch.zeros(d.size(0), enc.h.size(1), dtype=d.dtype).scatter_add(1, idx, a)  # (M, N)
-        src_ext = enc.src_ext.expand(d.size(0), -1)
-        return extended_scatter(torch.log_softmax(logits, dim=1), logit_gen, alpha, src_ext, n_oov), alpha, A
+        t = enc.tables
+        pos, a, A = self.attend_record(enc, d, k, b)
+        logits = self.out_d(d)
+        if a.size(1) == 0:  # r_0 alone: p_gen = 1, nothing to copy
+            logp = torch.log_softmax(logits, dim=1)
+            return (F.pad(logp, (0, n_oov), value=math.log(1e-30)) if n_oov else logp), pos, a, A
+        if d.size(0) == 1 and (b is None or int(b[0]) == 0):
+            _, _, vproj, ext, _ = t.one[int(k[0])]
+            logits = torch.addmm(logits, a, vproj)  # W1 d + W2 A
+            logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
+        else:
+            b = torch.zeros_like(k) if b is None else b
+            logits = logits + torch.bmm(a.unsqueeze(1), t.vproj[b, k]).squeeze(1)
+            logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1).masked_fill(~t.any[b, k], 50.0)  # p_gen = 1 for r_0
+            ext = t.ext[b, k]
+        return extended_scatter(torch.softmax(logits, dim=1), logit_gen, a, ext, n_oov), pos, a, A
+
+    def full_attention(self, enc: SegEncoding, pos: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """Record-local weights ``pos, a (R,)`` of input 0 -> a row over all source tokens ``(N,)``."""
+        return torch.zeros(enc.h.size(1), dtype=a.dtype).index_add_(0, pos, a)
 
 
 @dataclass
@@ -402,6 +465,12 @@ class PGModel(nn.Module):
     def attend(self, enc: PGEncoding, d: torch.Tensor):
         """Attention over all source tokens (scores + context): O(M·N) per step for M records
         of N tokens. ``d (M, H)`` -> ``alpha (M, N_src)``, ``A (M, H)``."""
+        if enc.h.size(0) == 1:  # hypotheses of one input (no padding): shared keys, no copies
+            if d.size(0) == 1:
+                alpha = torch.softmax(torch.mv(enc.key[0], d[0]), dim=0)
+                return alpha.unsqueeze(0), torch.mv(enc.h[0].t(), alpha).unsqueeze(0)
+            alpha = torch.softmax(d @ enc.key[0].t(), dim=1)
+            return alpha, alpha @ enc.h[0]
         scores = torch.einsum("mh,mnh->mn", d, enc.key).masked_fill(~enc.src_mask, NEG)
         alpha = torch.softmax(scores, dim=1)
         return alpha, torch.bmm(alpha.unsqueeze(1), enc.h).squeeze(1)
@@ -418,8 +487,11 @@ class PGModel(nn.Module):
     def token_dist(self, enc: PGEncoding, y_prev: torch.Tensor, state, n_oov: int):
         """``log p (M, V + n_oov)``, ``alpha (M, N)``, new state."""
         d, A, alpha, e, state = self.step(enc, y_prev, state)
-        log_pv, logit_gen = self.head(d, A, e)
-        return extended_scatter(log_pv, logit_gen, alpha, enc.src_ext, n_oov), alpha, state
+        dA = torch.cat([d, A], dim=-1)
+        p_vocab = torch.softmax(self.out(dA), dim=-1)
+        logit_gen = self.gen(torch.cat([dA, e], dim=-1)).squeeze(-1)
+        src_ext = enc.src_ext.expand(d.size(0), -1) if enc.src_ext.size(0) == 1 else enc.src_ext
+        return extended_scatter(p_vocab, logit_gen, alpha, src_ext, n_oov), alpha, state
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Token-level negative log-likelihood (mean over target tokens)."""

@@ -122,8 +122,13 @@ def fit(
     data_dir: Path | None = None,
     resume: bool = False,
     on_epoch: Callable[[dict], None] | None = None,
+    resume_lr: float | None = None,
 ) -> list[dict]:
-    """Train until early stopping or ``tcfg.epochs``; returns the history."""
+    """Train until early stopping or ``tcfg.epochs``; returns the history.
+
+    ``resume_lr`` (``--lr`` given with ``--resume``) replaces the stored learning rate and resets
+    the patience counter, e.g. to fine-tune a stopped run at the decayed rate.
+    """
     if tcfg.threads:
         torch.set_num_threads(tcfg.threads)
     torch.manual_seed(tcfg.seed)
@@ -151,6 +156,9 @@ def fit(
         else:
             state = loaded
             log.info("resuming %s after epoch %d", out, state["epoch"])
+            if resume_lr is not None:
+                log.info("learning rate %g -> %g (--lr on --resume)", state["lr"], resume_lr)
+                state["lr"], state["bad"] = resume_lr, 0
     train_cfg = dataclasses.asdict(tcfg)
     V = len(vocab)
     log.info("%s %s: %d train / %d dev examples, V=%d, %s", tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), V, mcfg)
@@ -272,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.out is None:
             p.error("--out is required")
-        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume)
+        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume, resume_lr=args.lr if args.resume else None)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

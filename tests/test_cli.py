@@ -88,8 +88,9 @@ def test_align_writes_segments_that_cover_the_text(tmp_path, ckpts, capsys):
 def test_bench_small_configuration_runs():
     res = bench.run(small=True, threads=1, reps=1)
     rows = res["scaling"]["decoding"]
-    assert [(r["K"], r["N"]) for r in rows] == [(4, 2), (8, 2)]
+    assert [(r["batch"], r["K"], r["N"]) for r in rows] == [(1, 4, 2), (1, 8, 2), (4, 4, 2), (4, 8, 2)]
     assert all(r["seg_us_per_token"] > 0 and r["pg_us_per_token"] > 0 and r["ratio"] > 0 for r in rows)
-    assert all(r["seg_attention_us"] > 0 and r["pg_attention_us"] > 0 for r in rows)
+    assert all(r["seg_attention_us"] > 0 and r["pg_attention_us"] > 0 and r["record_choice_us"] > 0 for r in rows)
     assert [r["K"] for r in res["scaling"]["training"]] == [4, 8]
-    assert "Scaling" in bench.format_report(res)
+    report = bench.format_report(res)
+    assert "Scaling (synthetic; 1 input decoded" in report and "4 inputs decoded together" in report

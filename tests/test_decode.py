@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from segviz.data import collate, encode
-from segviz.decode import force_align, generate_pg, generate_seg, sample_structures
+from segviz.decode import force_align, generate_pg, generate_seg, is_function_word, sample_structures
 from segviz.records import Record
 
 
@@ -59,6 +59,9 @@ def test_r_never_realises_a_record_twice(trained, vocab, records):
     _check_segments(r)
     recs = [k for k in r.segment_records() if k is not None]
     assert len(recs) == len(set(recs)), r.segments
+    for s, _, k in r.segments:  # a record whose value was already said gets no segment of its own
+        if k is not None:
+            assert not _says(r.tokens[:s], records[k - 1]), (k, r.tokens, r.segments)
 
 
 @FAST
@@ -68,7 +71,22 @@ def test_rm_realises_every_record(trained, vocab, records):
     _check_segments(r)
     recs = [k for k in r.segment_records() if k is not None]
     if not r.fallback_used:
-        assert sorted(recs) == list(range(1, len(records) + 1)), r.segments
+        assert len(recs) == len(set(recs)), r.segments
+        for k, rec in enumerate(records, 1):  # by its own segment, or its value said verbatim
+            assert k in recs or _says(r.tokens, rec), (k, r.tokens, r.segments)
+        for s, e, k in r.segments:  # content rule: a record's segment says something
+            if k is not None:
+                assert not all(is_function_word(w) for w in r.tokens[s:e]), (r.tokens[s:e], k)
+
+
+def _says(tokens, rec) -> bool:
+    v = [t.lower() for t in rec.value_tokens]
+    return any(tokens[i : i + len(v)] == v for i in range(len(tokens) - len(v) + 1))
+
+
+def test_function_words_and_value_mentions():
+    assert is_function_word("the") and is_function_word(".") and is_function_word("near")
+    assert not is_function_word("kid") and not is_function_word("Aromi") and not is_function_word("20")
 
 
 @FAST

@@ -22,7 +22,7 @@ def test_seg_distributions_sum_to_one_and_copy_only_words(vocab, examples):
     d = torch.randn(1, 32)
     S = len(ex.records) + 1
     for k in range(S):
-        logp, alpha, _ = model.token_dist(enc, d, torch.tensor([k]), len(enc_ex.oov))
+        logp, _, _, _ = model.token_dist(enc, d, torch.tensor([k]), len(enc_ex.oov))
         assert logp.shape == (1, len(vocab) + len(enc_ex.oov))
         assert torch.allclose(logp.exp().sum(), torch.tensor(1.0), atol=1e-5)
         p_oov = logp[0, oov_id].exp().item()
@@ -96,3 +96,27 @@ def test_models_overfit_a_batch_of_eight(vocab, examples):
     for kind in ("seg", "pg"):
         first, last = _overfit(kind, vocab, examples)
         assert last <= 0.1 * first, (kind, first, last)
+
+
+def test_seg_decoding_step_equals_training_distribution(vocab, examples):
+    """token_dist (one-row fast path and a mixed-record batch) matches generation() (eq. 2)."""
+    model = make_model("seg", vocab, seed=3).eval()
+    ex = examples[1]
+    enc_ex = encode(vocab, ex.records)
+    enc = model.encode(collate([enc_ex], len(vocab)))
+    S, n_oov = len(ex.records) + 1, len(enc_ex.oov)
+    d = torch.randn(S, 32)
+    with torch.no_grad():
+        log_pv, logit_gen, alpha, A = model.generation(enc, d.unsqueeze(0))  # (1, S, S', ·)
+        batch_logp, pos_b, a_b, A_b = model.token_dist(enc, d, torch.arange(S), n_oov)
+        for k in range(S):
+            p_gen = torch.sigmoid(logit_gen[0, k, k])
+            p_ref = p_gen * log_pv[0, k, k].exp()
+            p_ref = torch.cat([p_ref, torch.zeros(n_oov)]).index_add(0, torch.tensor(enc_ex.src_ext), (1 - p_gen) * alpha[0, k, k])
+            one_logp, pos, a, A1 = model.token_dist(enc, d[k : k + 1], torch.tensor([k]), n_oov)
+            for logp in (one_logp[0], batch_logp[k]):
+                assert torch.allclose(logp.exp(), p_ref, atol=1e-6)
+            assert torch.allclose(A1[0], A[0, k, k], atol=1e-6) and torch.allclose(A_b[k], A[0, k, k], atol=1e-6)
+            full = model.full_attention(enc, pos[0], a[0])
+            assert torch.allclose(full, alpha[0, k, k], atol=1e-6)
+            assert torch.allclose(model.full_attention(enc, pos_b[k], a_b[k]), alpha[0, k, k], atol=1e-6)
