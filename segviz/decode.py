@@ -24,7 +24,9 @@ Our choices where the paper is silent: ``<eos>`` is a word of the last segment (
 continue a segment, never open one); a segment is cut at ``L`` tokens; finished hypotheses are
 ranked by log-probability divided by ``length ** length_penalty``; when no hypothesis can meet
 the constraints within ``max_len`` tokens the best unconstrained output is returned with
-``fallback_used = True``.
+``fallback_used = True``. Both systems (segment model and PG) block a word trigram from
+occurring twice in one output by default (``no_repeat_ngram``, Paulus et al., 2018): the
+paper's error analysis names repetition *inside* a segment as what +R cannot prevent.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from segviz.records import Record, detokenize
 log = logging.getLogger(__name__)
 
 CONSTRAINTS = ("none", "r", "rm")
+NO_REPEAT_NGRAM = 3  # default for both systems: no word trigram twice in one output
 CONSTRAINT_LABELS = {"none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
 
 
@@ -110,12 +113,23 @@ def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
     return torch.tensor([is_function_word(vocab.itos[i]) for i in range(len(vocab))] + [is_function_word(w) for w in oov])
 
 
+def specific_value(record: Record) -> bool:
+    """Whether saying ``record``'s value verbatim states the record: two or more words with a
+    non-function word ("coffee shop", "5 out of 5"), or one word with a capital or a digit
+    ("Italian", "1934"). A bare "low", "yes" or "riverside" is left to segments: "low" in
+    "low price range" says nothing about a customer rating."""
+    toks = record.value_tokens
+    if not toks or all(is_function_word(t) for t in toks):
+        return False
+    return len(toks) >= 2 or any(ch.isupper() or ch.isdigit() for ch in record.value)
+
+
 def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int, list[int]]:
-    """Record id (1..K) -> extended ids of its value, for values with a non-function word."""
+    """Record id (1..K) -> extended ids of its value, for :func:`specific_value` records."""
     out = {}
     for k, r in enumerate(records, 1):
-        toks = [t.lower() for t in r.value_tokens]
-        if toks and not all(is_function_word(t) for t in toks):
+        if specific_value(r):
+            toks = [t.lower() for t in r.value_tokens]
             ids = [vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None for t in toks]
             if None not in ids:
                 out[k] = ids
@@ -125,6 +139,14 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
 def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
     """Records whose value ends exactly at the last token of ``tokens``."""
     return frozenset(k for k, ids in values.items() if tokens[-len(ids):] == ids)
+
+
+def repeated_ngram_ends(tokens: list[int], n: int) -> list[int]:
+    """Words that would repeat an ``n``-gram of ``tokens`` if emitted next (``n`` = 0: none)."""
+    if n <= 0 or len(tokens) < n - 1:
+        return []
+    prefix = tokens[len(tokens) - n + 1 :]
+    return [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == prefix]
 
 
 def _prepare(vocab: Vocab, records: list[Record]):
@@ -187,6 +209,7 @@ class SegmentDecoder:
         sample: torch.Generator | None = None,
         content_rule: bool | None = None,
         mentions: bool | None = None,
+        no_repeat_ngram: int = 0,
     ) -> tuple[_SegHyp | None, list[str], torch.Tensor]:
         """Best hypothesis (or ``None``), the source OOV words and the source record ids.
 
@@ -197,6 +220,7 @@ class SegmentDecoder:
         on for ``r``, ``rm`` and plans) keeps a real record's segment open until it holds a word
         that is not a function word. ``mentions`` (default: on for ``r`` / ``rm`` without a plan)
         counts a record as realised once its value appears verbatim anywhere in the text.
+        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output.
         """
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {CONSTRAINTS}, got {constraints!r}")
@@ -244,6 +268,9 @@ class SegmentDecoder:
                         row[EOS_ID] = -math.inf
                     if content_rule and h.k > 0 and not h.content:  # nothing said yet: no end
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
+                    rep = repeated_ngram_ends(h.tokens, no_repeat_ngram)
+                    if rep:
+                        row[rep] = -math.inf
                     if sample is not None:
                         w = int(row.argmax())
                         cands.append((h.score + float(row[w]), m, "w", w))
@@ -395,6 +422,7 @@ def generate_seg(
     system: str = "seg",
     length_penalty: float = 1.0,
     max_len: int | None = None,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
 ) -> GenerationResult:
     """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``)."""
     t0 = time.perf_counter()
@@ -403,11 +431,13 @@ def generate_seg(
         if sorted(plan) != sorted(set(plan)) or any(not 1 <= p <= K for p in plan):
             raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
     dec = SegmentDecoder(model, vocab)
-    hyp, oov, src_rec = dec.search(records, constraints, beam, plan, max_len=max_len, length_penalty=length_penalty)
+    hyp, oov, src_rec = dec.search(records, constraints, beam, plan, max_len=max_len, length_penalty=length_penalty,
+                                   no_repeat_ngram=no_repeat_ngram)
     fallback = False
     if hyp is None:
         log.warning("constraints %r (plan %s) could not be met; falling back to unconstrained decoding", constraints, plan)
-        hyp, oov, src_rec = dec.search(records, "none", beam, None, max_len=max_len, length_penalty=length_penalty)
+        hyp, oov, src_rec = dec.search(records, "none", beam, None, max_len=max_len, length_penalty=length_penalty,
+                                       no_repeat_ngram=no_repeat_ngram)
         fallback = True
     if hyp is None:  # pragma: no cover - unconstrained search always ends at max_len
         raise RuntimeError("decoding produced no hypothesis")
@@ -452,8 +482,10 @@ def generate_pg(
     max_len: int | None = None,
     system: str = "pg",
     length_penalty: float = 1.0,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
 ) -> GenerationResult:
-    """Beam search for the pointer-generator baseline (no structural constraints exist for it)."""
+    """Beam search for the pointer-generator baseline (no structural constraints exist for it;
+    ``no_repeat_ngram`` as for the segment model)."""
     t0 = time.perf_counter()
     model.eval()
     V = len(vocab)
@@ -470,6 +502,10 @@ def generate_pg(
         state = tuple(torch.stack([h[3][i] for h in hyps]) for i in range(3))
         logp, alpha, state = model.token_dist(enc, y, state, n_ext - V)
         logp = logp.masked_fill(ban, -math.inf)
+        for m, h in enumerate(hyps):
+            rep = repeated_ngram_ends(h[1], no_repeat_ngram)
+            if rep:
+                logp[m, rep] = -math.inf
         total = logp + torch.tensor([h[0] for h in hyps]).unsqueeze(1)
         flat = total.view(-1)
         new = []

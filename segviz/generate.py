@@ -22,7 +22,7 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data_webnlg import read_webnlg
-from segviz.decode import CONSTRAINTS, GenerationResult, generate_pg, generate_seg
+from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM, GenerationResult, generate_pg, generate_seg
 from segviz.model import SegmentModel
 from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples
 
@@ -72,15 +72,17 @@ def generate_all(
     beam: int = 5,
     plan: list[int] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
 ) -> list[GenerationResult]:
     """Decode every input with the checkpoint's model (segment model or PG)."""
     out = []
     for i, records in enumerate(inputs):
         if isinstance(checkpoint.model, SegmentModel):
             p = plan if plan and len(plan) == len(records) else None
-            r = generate_seg(checkpoint.model, checkpoint.vocab, records, constraints, beam, plan=p, system=checkpoint.name)
+            r = generate_seg(checkpoint.model, checkpoint.vocab, records, constraints, beam, plan=p, system=checkpoint.name,
+                             no_repeat_ngram=no_repeat_ngram)
         else:
-            r = generate_pg(checkpoint.model, checkpoint.vocab, records, beam, system=checkpoint.name)
+            r = generate_pg(checkpoint.model, checkpoint.vocab, records, beam, system=checkpoint.name, no_repeat_ngram=no_repeat_ngram)
         out.append(r)
         if progress:
             progress(i + 1, len(inputs))
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--constraints", choices=CONSTRAINTS, default="rm")
     p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--no-repeat-ngram", type=int, default=NO_REPEAT_NGRAM, help="forbid any word n-gram twice in an output (0: off)")
     p.add_argument("--plan", default=None, help="comma-separated record order (1-based), applied to inputs with that many records")
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=0)
@@ -127,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
     bar = tqdm(total=len(items), unit="input", file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
-    results = generate_all(model, [r for _, r in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1))
+    results = generate_all(model, [r for _, r in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1),
+                           no_repeat_ngram=args.no_repeat_ngram)
     bar.close()
     dt = time.perf_counter() - t0
     write_outputs(model.dataset, [k for k, _ in items], results, args.output)

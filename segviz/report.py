@@ -21,7 +21,7 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data import default_data_dir
-from segviz.decode import CONSTRAINTS
+from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM
 from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
 from segviz.generate import generate_all, read_inputs, write_outputs
 from segviz.model import SegmentModel
@@ -33,7 +33,8 @@ def dev_source(dataset: str, data_dir: Path) -> Path:
     return data_dir / "e2e" / "dev.csv" if dataset == "e2e" else data_dir / "webnlg" / "dev"
 
 
-def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True) -> dict:
+def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True,
+           no_repeat_ngram: int = NO_REPEAT_NGRAM) -> dict:
     c = ckpt.load(checkpoint)
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
@@ -41,13 +42,13 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
     is_seg = isinstance(c.model, SegmentModel)
     for level in levels if is_seg else ["pg"]:
         t0 = time.perf_counter()
-        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam)
+        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam, no_repeat_ngram=no_repeat_ngram)
         seconds = time.perf_counter() - t0
         out = out_dir / f"{c.name}-{level}.{'tsv' if c.dataset == 'e2e' else 'txt'}"
         write_outputs(c.dataset, [k for k, _ in items], results, out)
         scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
         scores.update(
-            beam=beam, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
+            beam=beam, no_repeat_ngram=no_repeat_ngram, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
             outputs=str(out), split="dev",
         )
         metrics[level] = scores
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", choices=("e2e", "webnlg"), help="only print the markdown table of checkpoints/*/metrics.json")
     p.add_argument("--constraints", nargs="+", choices=CONSTRAINTS, default=list(CONSTRAINTS))
     p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--no-repeat-ngram", type=int, default=NO_REPEAT_NGRAM, help="forbid any word n-gram twice in an output (0: off)")
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint is None:
         p.error("--checkpoint is required")
     try:
-        report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor)
+        report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor, args.no_repeat_ngram)
     except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
