@@ -11,8 +11,9 @@
    output token for both models, the ratio ``seg/pg``, the attention part (scores + context +
    copy) of one decoding step on its own, and training step time against K.
 
-Every figure is the median of ``--reps`` repetitions after a warm-up, with torch threads fixed;
-ratios are computed within the same run. The paper's claim: ``O(M+N)`` per step for the segment
+Every figure is the median of ``--reps`` repetitions after a warm-up (3 x ``--reps`` for the
+scaling part), with torch threads fixed; the scaling ratios are medians of per-repetition ratios,
+seg and pg timed alternately, so a slow spell of a shared machine hits both sides. The paper's claim: ``O(M+N)`` per step for the segment
 model (record choice O(M) once per segment, attention O(N) within it) against ``O(M·N)``.
 """
 
@@ -48,6 +49,21 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def paired_times(fa: Callable[[], object], fb: Callable[[], object], reps: int, warmup: int = 1) -> tuple[float, float, float]:
+    """Medians of ``fa`` and ``fb`` timed alternately (a, b, a, b, ...) and the median of the
+    per-pair ratios a/b: a slow spell of a shared machine then hits both sides of a ratio."""
+    for _ in range(warmup):
+        fa()
+        fb()
+    ta, tb = [], []
+    for _ in range(reps):
+        for f, out in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb), statistics.median(a / b for a, b in zip(ta, tb, strict=True))
 
 
 # ----- synthetic inputs -----------------------------------------------------------------------
@@ -271,15 +287,14 @@ def _step_costs(seg: SegmentModel, pg: PGModel, vocab: Vocab, K: int, N: int, re
             for _ in range(steps):
                 seg.transition_step(se, d0, d0, k)
 
-        seg_t = median_time(seg_token, reps) / steps / batch
-        pg_t = median_time(pg_token, reps) / steps / batch
-        seg_a = median_time(seg_attention, reps) / steps / batch
-        pg_a = median_time(pg_attention, reps) / steps / batch
-        choice = median_time(record_choice, reps) / steps / batch
+        seg_t, pg_t, ratio = paired_times(seg_token, pg_token, reps)
+        seg_a, pg_a, att_ratio = paired_times(seg_attention, pg_attention, reps)
+        choice = median_time(record_choice, reps)
+    per = 1e6 / steps / batch  # seconds per call -> µs per output token
     return {
-        "K": K, "N": N, "batch": batch, "seg_us_per_token": 1e6 * seg_t, "pg_us_per_token": 1e6 * pg_t, "ratio": seg_t / pg_t,
-        "seg_attention_us": 1e6 * seg_a, "pg_attention_us": 1e6 * pg_a, "attention_ratio": seg_a / pg_a,
-        "record_choice_us": 1e6 * choice,
+        "K": K, "N": N, "batch": batch, "seg_us_per_token": per * seg_t, "pg_us_per_token": per * pg_t, "ratio": ratio,
+        "seg_attention_us": per * seg_a, "pg_attention_us": per * pg_a, "attention_ratio": att_ratio,
+        "record_choice_us": per * choice,
     }
 
 
@@ -288,7 +303,7 @@ def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int
     vocab = synthetic_vocab(V)
     seg = build_model(ModelConfig(kind="seg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
     pg = build_model(ModelConfig(kind="pg", vocab_size=V, hidden=hidden, emb_dim=emb)).eval()
-    decode_rows = [_step_costs(seg, pg, vocab, K, N, reps, batch=B) for B in batches_ for N in Ns for K in Ks]
+    decode_rows = [_step_costs(seg, pg, vocab, K, N, 3 * reps, batch=B) for B in batches_ for N in Ns for K in Ks]
     train_rows = []
     for K in Ks:
         b = synthetic_batch(vocab, train_B, K, 2, train_T)

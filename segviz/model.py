@@ -116,7 +116,7 @@ class RecordTables:
     ``key, h (B, S, R, H)``; ``vproj (B, S, R, V)``; ``ext, pos (B, S, R)`` extended ids and
     source positions; ``bias (B, S, R)`` 0 / NEG; ``valid (B, S, R)``; ``any (B, S)``.
     And for one hypothesis of input 0 (greedy decoding), exact-length views per record, no
-    padding: ``one[k] = (key (N_k, H), h^T (H, N_k), vproj (N_k, V), ext (1, N_k), pos (N_k,))``.
+    padding: ``one[k] = (key^T (H, N_k), h (N_k, H), vproj (N_k, V), ext (1, N_k), pos (1, N_k))``.
     """
 
     key: torch.Tensor
@@ -136,8 +136,8 @@ class RecordTables:
         one = []
         for k in range(pos.size(1)):
             p = pos[0, k][valid[0, k]]
-            one.append((enc.key[0, p].contiguous(), enc.h[0, p].t().contiguous(), enc.vproj[0, p].contiguous(),
-                        enc.src_ext[0, p].unsqueeze(0), p) if len(p) else None)
+            one.append((enc.key[0, p].t().contiguous(), enc.h[0, p].contiguous(), enc.vproj[0, p].contiguous(),
+                        enc.src_ext[0, p].unsqueeze(0), p.unsqueeze(0)) if len(p) else None)
         return cls(
             key=enc.key[bi, pos], h=enc.h[bi, pos], vproj=enc.vproj[bi, pos], ext=enc.src_ext[bi, pos], pos=pos,
             bias=torch.zeros(valid.shape, dtype=enc.h.dtype).masked_fill(~valid, NEG), valid=valid,
@@ -376,13 +376,13 @@ class SegmentModel(nn.Module):
         ``r_0``) and the context ``A (M, H)`` (zero for ``r_0``). With one row, ``R = N_k``.
         """
         t = enc.tables
-        if d.size(0) == 1 and (b is None or int(b[0]) == 0):
-            one = t.one[int(k[0])]
+        if d.size(0) == 1 and (b is None or not b.any()):
+            one = t.one[int(k)]
             if one is None:  # r_0: no attention, zero context
-                return t.pos[0, 0, :0].unsqueeze(0), d.new_zeros(1, 0), torch.zeros_like(d)
-            key, hT, _, _, pos = one
-            a = torch.softmax(torch.mv(key, d[0]), dim=0)  # (N_k,)
-            return pos.unsqueeze(0), a.unsqueeze(0), torch.mv(hT, a).unsqueeze(0)
+                return t.pos[0, :1, :0], d.new_zeros(1, 0), torch.zeros_like(d)
+            keyT, h, _, _, pos = one
+            a = torch.softmax(torch.mm(d, keyT), dim=1)  # (1, N_k)
+            return pos, a, torch.mm(a, h)
         b = torch.zeros_like(k) if b is None else b
         scores = torch.bmm(t.key[b, k], d.unsqueeze(2)).squeeze(2) + t.bias[b, k]  # (M, R)
         a = torch.softmax(scores, dim=1) * t.valid[b, k]
@@ -402,8 +402,8 @@ class SegmentModel(nn.Module):
         if a.size(1) == 0:  # r_0 alone: p_gen = 1, nothing to copy
             logp = torch.log_softmax(logits, dim=1)
             return (F.pad(logp, (0, n_oov), value=math.log(1e-30)) if n_oov else logp), pos, a, A
-        if d.size(0) == 1 and (b is None or int(b[0]) == 0):
-            _, _, vproj, ext, _ = t.one[int(k[0])]
+        if d.size(0) == 1 and (b is None or not b.any()):
+            _, _, vproj, ext, _ = t.one[int(k)]
             logits = torch.addmm(logits, a, vproj)  # W1 d + W2 A
             logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
         else:
