@@ -96,6 +96,12 @@ def page(browser):
     ctx.close()
 
 
+def _idle(page) -> None:
+    """Wait until Streamlit has finished the current rerun (a click during a rerun can be lost)."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden")
+
+
 def _generate(page, url: str) -> None:
     page.goto(url)
     page.get_by_role("button", name="Generate").click()
@@ -123,6 +129,7 @@ def test_plan_editor_reorder_and_regenerate(page, server):
     page.get_by_text("record 1: name[The Golden Lantern]").wait_for()
     page.get_by_role("button", name="↓").first.click()
     page.get_by_text("1. record 2: eatType[pub]").wait_for()
+    _idle(page)
     page.get_by_role("button", name="Regenerate with this plan").click()
     page.get_by_text("plan 2 → 1 → 3 → 4").wait_for()
     expect(page.locator(".segviz-text")).to_have_count(2)  # previous and new output (waits for the rerun)
@@ -134,6 +141,7 @@ def test_deep_link_to_plan_editor(page, server):
     query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "plan": "3,2,1"})
     page.goto(f"{server}/Plan_editor?{query}")
     page.get_by_text("1. record 3: priceRange[cheap]").wait_for()
+    _idle(page)
     page.get_by_role("button", name="Regenerate with this plan").click()
     page.get_by_text("plan 3 → 2 → 1").wait_for()
     page.get_by_text("the model's own plan").wait_for()

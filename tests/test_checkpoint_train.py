@@ -99,3 +99,21 @@ def test_fit_checkpoints_every_epoch_and_resumes(tmp_path):
     assert [e["epoch"] for e in h2] == [1, 2]
     c = ckpt.load(tmp_path / "run")
     assert c.model_config.hidden == 32 and [e["epoch"] for e in c.history] == [1, 2]
+
+
+def test_clean_examples_keeps_only_complete_references():
+    from segviz.data import Example
+    from segviz.records import parse_e2e_mr, tokenize
+    from segviz.train import add_config_args, clean_examples
+
+    recs = parse_e2e_mr("name[Aromi], eatType[pub], area[riverside]")
+    texts = ["Aromi is a pub in the riverside area.",  # complete
+             "Aromi is a pub.",  # area missing
+             "Aromi is a pub in the riverside area near Burger King."]  # near hallucinated
+    exs = [Example("mr", recs, tokenize(t)) for t in texts]
+    assert [e.target for e in clean_examples("e2e", exs)] == [tokenize(texts[0])]
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_config_args(p, TrainConfig)
+    assert p.parse_args([]).clean is None and p.parse_args(["--clean"]).clean is True
