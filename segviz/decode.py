@@ -423,8 +423,11 @@ def generate_seg(
     length_penalty: float = 1.0,
     max_len: int | None = None,
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    content_rule: bool | None = None,
+    mentions: bool | None = None,
 ) -> GenerationResult:
-    """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``)."""
+    """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``);
+    ``content_rule`` / ``mentions`` as in :meth:`SegmentDecoder.search` (default: on with r/rm)."""
     t0 = time.perf_counter()
     if plan is not None:
         K = len(records)
@@ -432,7 +435,7 @@ def generate_seg(
             raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
     dec = SegmentDecoder(model, vocab)
     hyp, oov, src_rec = dec.search(records, constraints, beam, plan, max_len=max_len, length_penalty=length_penalty,
-                                   no_repeat_ngram=no_repeat_ngram)
+                                   no_repeat_ngram=no_repeat_ngram, content_rule=content_rule, mentions=mentions)
     fallback = False
     if hyp is None:
         log.warning("constraints %r (plan %s) could not be met; falling back to unconstrained decoding", constraints, plan)
