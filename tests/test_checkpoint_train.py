@@ -117,3 +117,19 @@ def test_clean_examples_keeps_only_complete_references():
     p = argparse.ArgumentParser()
     add_config_args(p, TrainConfig)
     assert p.parse_args([]).clean is None and p.parse_args(["--clean"]).clean is True
+
+
+def test_average_is_the_mean_of_the_weights(tmp_path, vocab, examples):
+    from segviz.average import average
+    from segviz.average import main as average_main
+
+    for i in range(2):
+        ckpt.save(tmp_path / f"c{i}", make_model("seg", vocab, seed=i), vocab, "e2e", {}, [])
+    avg = average([tmp_path / "c0", tmp_path / "c1"])
+    a, b = (ckpt.load(tmp_path / f"c{i}").model.state_dict() for i in range(2))
+    for k, v in avg.model.state_dict().items():
+        assert torch.allclose(v, (a[k] + b[k]) / 2)
+    assert average_main(["--checkpoints", str(tmp_path / "c0"), str(tmp_path / "c1"), "--out", str(tmp_path / "avg")]) == 0
+    assert torch.allclose(ckpt.load(tmp_path / "avg").model.state_dict()["out_d.weight"], (a["out_d.weight"] + b["out_d.weight"]) / 2)
+    ckpt.save(tmp_path / "pg", make_model("pg", vocab), vocab, "e2e", {}, [])
+    assert average_main(["--checkpoints", str(tmp_path / "c0"), str(tmp_path / "pg"), "--out", str(tmp_path / "bad")]) == 2
