@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -108,9 +109,17 @@ def is_function_word(word: str) -> bool:
     return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))
 
 
+_VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
+
+
 def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
-    """(n_ext,) bool: ids whose word cannot by itself realise a record."""
-    return torch.tensor([is_function_word(vocab.itos[i]) for i in range(len(vocab))] + [is_function_word(w) for w in oov])
+    """(n_ext,) bool: ids whose word cannot by itself realise a record (the vocabulary's part is
+    computed once per vocabulary object, not once per input)."""
+    ref, mask = _VOCAB_FUNCTION_MASKS.get(id(vocab), (None, None))
+    if ref is None or ref() is not vocab:
+        mask = torch.tensor([is_function_word(w) for w in vocab.itos])
+        _VOCAB_FUNCTION_MASKS[id(vocab)] = (weakref.ref(vocab), mask)
+    return torch.cat([mask, torch.tensor([is_function_word(w) for w in oov], dtype=torch.bool)])
 
 
 def specific_value(record: Record) -> bool:
@@ -236,7 +245,7 @@ class SegmentDecoder:
         ban[EOSEG_ID] = False  # "$" is an action here
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
-        func = _function_mask(self.vocab, enc_ex.oov)
+        func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
         if mentions is None:
             mentions = constraints != "none" and not plan
         values = _value_ids(self.vocab, enc_ex.oov, records) if mentions else {}
@@ -331,7 +340,7 @@ class SegmentDecoder:
                     tokens = h.tokens + [v]
                     mentioned = h.mentioned | _mentioned_now(values, tokens) if values else h.mentioned
                     nh = _SegHyp(score, tokens, segs, h.attn + [(pos[i], a[i])], h.k, False, h.seg_len + 1,
-                                 h.realised, h.plan_pos, h.state, h.d, A[i], h.content or not bool(func[v]), mentioned)
+                                 h.realised, h.plan_pos, h.state, h.d, A[i], h.content or (func is not None and not bool(func[v])), mentioned)
                     if v == EOS_ID:
                         finished.append(nh)
                     elif len(nh.tokens) >= max_len:  # length budget spent: keep it only if it may end

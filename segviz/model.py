@@ -108,6 +108,11 @@ def mixture_logprob(
     )
 
 
+def _one_row(d: torch.Tensor, b: torch.Tensor | None) -> bool:
+    """One hypothesis of input 0: decoding reads :attr:`RecordTables.one` (no padding)."""
+    return d.size(0) == 1 and (b is None or not b.any())
+
+
 @dataclass
 class RecordTables:
     """What decoding under record ``k`` reads, gathered once per input: O(N_k) work per step.
@@ -376,7 +381,7 @@ class SegmentModel(nn.Module):
         ``r_0``) and the context ``A (M, H)`` (zero for ``r_0``). With one row, ``R = N_k``.
         """
         t = enc.tables
-        if d.size(0) == 1 and (b is None or not b.any()):
+        if _one_row(d, b):
             one = t.one[int(k)]
             if one is None:  # r_0: no attention, zero context
                 return t.pos[0, :1, :0], d.new_zeros(1, 0), torch.zeros_like(d)
@@ -402,7 +407,7 @@ class SegmentModel(nn.Module):
         if a.size(1) == 0:  # r_0 alone: p_gen = 1, nothing to copy
             logp = torch.log_softmax(logits, dim=1)
             return (F.pad(logp, (0, n_oov), value=math.log(1e-30)) if n_oov else logp), pos, a, A
-        if d.size(0) == 1 and (b is None or not b.any()):
+        if _one_row(d, b):
             _, _, vproj, ext, _ = t.one[int(k)]
             logits = torch.addmm(logits, a, vproj)  # W1 d + W2 A
             logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1)
