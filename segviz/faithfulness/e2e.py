@@ -1,0 +1,242 @@
+"""E2E slot checker: see :mod:`segviz.faithfulness` for the rules."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from segviz.faithfulness.common import FaithReport, RecordVerdict, normalise
+from segviz.faithfulness.e2e_rules import (  # noqa: F401 (E2E_VENUES is re-exported)
+    _AMB_LEVEL,
+    _AMBIGUOUS,
+    _ANAPHOR,
+    _CLAUSE_BREAK,
+    _CLAUSE_WINDOW,
+    _ELABORATION,
+    _NEGATION,
+    _NUM,
+    _PRICE_CUE,
+    _RATING_CUE,
+    _RATING_NUM,
+    _RULES,
+    _SENTENCE,
+    _STARS_LEVEL,
+    _TOKEN,
+    E2E_VENUES,
+)
+from segviz.records import Record
+
+
+@dataclass
+class _Mention:
+    attribute: str
+    level: str
+    start: int
+    end: int
+    text: str
+    weak: bool = False  # eatType "restaurant", anaphoric "the pub"
+
+
+def _level(attribute: str, value: str) -> str:
+    """Canonical level of an input value (so that ``cheap`` == ``less than £20``)."""
+    v = normalise(value)
+    if attribute == "priceRange":
+        return {"cheap": "low", "less than £20": "low", "moderate": "mid", "£20-25": "mid"}.get(v, "high")
+    if attribute == "customer rating":
+        return {"low": "low", "1 out of 5": "low", "average": "mid", "3 out of 5": "mid"}.get(v, "high")
+    return v
+
+
+# Common alternative spellings / shortenings of venue names in human texts.
+_VENUE_ALIASES = {
+    "Crowne Plaza Hotel": ("Crown Plaza Hotel", "Crowne Plaza", "Crown Plaza"),
+    "Express by Holiday Inn": ("Holiday Inn Express", "Holiday Inn"),
+    "Travellers Rest Beefeater": ("Travelers Rest Beefeater", "Travellers Rest", "Beefeater"),
+    "Rainbow Vegetarian Café": ("Rainbow Cafe", "Rainbow Vegetarian"),
+    "Raja Indian Cuisine": ("Raja Cuisine", "Raja"),
+    "Yippee Noodle Bar": ("Yippee",),
+}
+
+
+def _venue_regex(name: str) -> re.Pattern:
+    """Tolerant name pattern: case/accents/apostrophes, optional leading "the", possessive s, aliases."""
+    alts = []
+    for variant in (name, *_VENUE_ALIASES.get(name, ())):
+        words = normalise(variant).split()
+        if words and words[0] == "the" and len(words) > 1:
+            body = r"(?:the )?" + " ".join(map(re.escape, words[1:]))
+        else:
+            body = " ".join(map(re.escape, words))
+        alts.append(body.replace(" ", r"[\s-]+"))
+    return re.compile(r"\b(?:" + "|".join(alts) + r")s?\b")
+
+
+_VENUE_RES = {normalise(v): _venue_regex(v) for v in E2E_VENUES}
+
+
+def _find_venues(text: str, names: list[str]) -> list[tuple[str, int, int]]:
+    """Non-overlapping venue mentions ``(normalised name, start, end)``, longest first."""
+    found = []
+    for name in dict.fromkeys([normalise(n) for n in names] + list(_VENUE_RES)):
+        rx = _VENUE_RES.get(name) or _venue_regex(name)
+        found += [(name, m.start(), m.end()) for m in rx.finditer(text)]
+    return _non_overlapping(found, key=lambda f: (f[1], f[2]))
+
+
+def _non_overlapping(items: list, key) -> list:
+    """Greedy: longest spans first, then earliest; drop anything overlapping a kept span."""
+    kept: list = []
+    for it in sorted(items, key=lambda x: (-(key(x)[1] - key(x)[0]), key(x)[0])):
+        s, e = key(it)
+        if all(e <= key(k)[0] or s >= key(k)[1] for k in kept):
+            kept.append(it)
+    return sorted(kept, key=lambda x: key(x)[0])
+
+
+def _tokens_with_pos(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _clause_tokens(toks: list[tuple[str, int, int]], i: int, direction: int) -> list[tuple[int, str]]:
+    """Up to _CLAUSE_WINDOW tokens from position i in ``direction`` (+1/-1), stopping at a clause break."""
+    out = []
+    j = i + direction
+    while 0 <= j < len(toks) and len(out) < _CLAUSE_WINDOW:
+        if _CLAUSE_BREAK.match(toks[j][0]):
+            break
+        out.append((abs(j - i), toks[j][0]))
+        j += direction
+    return out
+
+
+def _resolve_ambiguous(word: str, toks: list, i: int) -> str | None:
+    """'price' or 'rating' for an ambiguous adjective at token i, from the nearest cue; None if none."""
+    best: tuple[int, int, str] | None = None  # (distance, prefer-following, kind)
+    for direction in (1, -1):
+        for dist, tok in _clause_tokens(toks, i, direction):
+            kind = "price" if _PRICE_CUE.match(tok) else "rating" if _RATING_CUE.match(tok) else None
+            if kind:
+                cand = (dist, 0 if direction == 1 else 1, kind)
+                best = min(best, cand) if best else cand
+                break
+    if best:
+        return best[2]
+    return "price" if word.startswith("moderate") else None
+
+
+def _slot_mentions(text: str, masked: list[tuple[int, int]]) -> list[_Mention]:
+    """All slot mentions in normalised ``text`` outside the ``masked`` (venue name) spans."""
+    cands: list[_Mention] = []
+    for attr, level, rx in _RULES:
+        for m in rx.finditer(text):
+            cands.append(_Mention(attr, level, m.start(), m.end(), m.group(0), weak=(level == "restaurant")))
+    for m in _RATING_NUM.finditer(text):
+        n = _NUM[next(g for g in m.groups() if g)]
+        cands.append(_Mention("customer rating", _STARS_LEVEL[n], m.start(), m.end(), m.group(0)))
+    toks = _tokens_with_pos(text)
+    for i, (tok, s, e) in enumerate(toks):
+        m = _AMBIGUOUS.fullmatch(tok)
+        if not m:
+            continue
+        kind = _resolve_ambiguous(tok, toks, i)
+        if kind:
+            stem = re.sub(r"(?:er|est|ly)$", "", tok)
+            attr = "priceRange" if kind == "price" else "customer rating"
+            # a single word: any longer explicit rule covering it wins in _non_overlapping
+            cands.append(_Mention(attr, _AMB_LEVEL.get(stem, "mid"), s, e, tok))
+    cands = [c for c in cands if all(c.end <= ms or c.start >= me for ms, me in masked)]
+    kept = _non_overlapping(cands, key=lambda c: (c.start, c.end))
+    for c in kept:
+        if c.attribute == "familyFriendly" and c.level == "yes" and _negated(text, toks, c.start):
+            c.level = "no"
+        if c.attribute == "eatType" and _ANAPHOR.search(text[: c.start]):
+            c.weak = True
+    return kept
+
+
+def _negated(text: str, toks: list, start: int) -> bool:
+    """A negation word earlier in the same clause (within the window) before position ``start``."""
+    i = next((k for k, t in enumerate(toks) if t[1] >= start), len(toks))
+    return any(_NEGATION.match(tok) for _, tok in _clause_tokens(toks, i, -1))
+
+
+def _sentence_of(text: str, pos: int) -> int:
+    return len(_SENTENCE.findall(text[:pos]))
+
+
+def check_e2e(records: list[Record], text: str) -> FaithReport:
+    """Verdicts for E2E slot records against one output ``text`` (see module docstring)."""
+    norm = normalise(text)
+    input_attrs = {r.attribute for r in records}
+    names = [r.value for r in records if r.attribute in ("name", "near")]
+    venues = _find_venues(norm, names)
+    mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues])
+    by_attr: dict[str, list[_Mention]] = {}
+    for m in mentions:
+        by_attr.setdefault(m.attribute, []).append(m)
+
+    # venues not explained by the input name / near
+    input_names = {normalise(r.value) for r in records if r.attribute in ("name", "near")}
+    stray = [v for v in venues if v[0] not in input_names]
+
+    report = FaithReport()
+    for idx, r in enumerate(records):
+        if r.attribute in ("name", "near"):
+            verdict = _venue_verdict(r, norm, venues, stray)
+        else:
+            verdict = _slot_verdict(r, by_attr.get(r.attribute, []), norm)
+        report.per_record.append(RecordVerdict(idx, r.label, *verdict))
+
+    for attr, ms in by_attr.items():
+        strong = [m for m in ms if not (attr == "eatType" and m.level == "restaurant")]
+        if attr not in input_attrs and strong:
+            report.hallucinated.append(attr)
+    if "near" not in input_attrs and stray and "name" in input_attrs:
+        name_found = any(v[0] == normalise(r.value) for v in venues for r in records if r.attribute == "name")
+        if name_found or len(stray) > 1:
+            report.hallucinated.append("near")
+    return report
+
+
+def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str, str]:
+    target = normalise(r.value)
+    hits = [v for v in venues if v[0] == target]
+    if not hits:
+        if stray:  # another venue stands where this one should be
+            return "wrong", norm[stray[0][1] : stray[0][2]]
+        return "missing", ""
+    evidence = norm[hits[0][1] : hits[0][2]]
+    if r.attribute == "name":
+        sentences = [_sentence_of(norm, s) for _, s, _ in hits]
+        repeated = len(sentences) != len(set(sentences))
+    else:
+        repeated = len(hits) >= 2
+    return ("repeated" if repeated else "realised"), evidence
+
+
+def _slot_verdict(r: Record, ms: list[_Mention], norm: str) -> tuple[str, str]:
+    level = _level(r.attribute, r.value)
+    right = [m for m in ms if m.level == level]
+    other = [m for m in ms if m.level != level]
+    if r.attribute == "eatType":
+        other = [m for m in other if m.level != "restaurant"]  # "restaurant" is generic
+        if level == "restaurant":
+            other = [m for m in other if not m.weak]
+    if other:
+        return "wrong", other[0].text
+    if not right:
+        return "missing", ""
+    counted = [m for m in right if not (r.attribute == "eatType" and m.weak and m is not right[0])]
+    return ("repeated" if _n_separate(counted, norm) >= 2 else "realised"), right[0].text
+
+
+def _n_separate(ms: list[_Mention], norm: str) -> int:
+    """Mentions, counting one within _ELABORATION tokens of the previous one in the same sentence
+    as the same mention ("expensive: more than £30", "a low rating of 1 out of 5" state one fact)."""
+    n, prev_end = 0, None
+    for m in sorted(ms, key=lambda m: m.start):
+        gap = norm[prev_end : m.start] if prev_end is not None else ""
+        if prev_end is None or len(_TOKEN.findall(gap)) > _ELABORATION or _SENTENCE.search(gap + " "):
+            n += 1
+        prev_end = m.end
+    return n

@@ -1,0 +1,114 @@
+"""WebNLG object checker: see :mod:`segviz.faithfulness` for the rules."""
+
+from __future__ import annotations
+
+import re
+
+from segviz.faithfulness.common import FaithReport, RecordVerdict, normalise
+from segviz.records import Record
+
+# ----------------------------------------------------------------------------- WebNLG
+
+_MONTHS = "january february march april may june july august september october november december".split()
+_STOP = {"the", "of", "a", "an", "and", "in", "on", "at", "for", "to", "de", "la", "le"}
+
+
+def _entity_norm(s: str) -> str:
+    s = s.replace("_", " ").strip()
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        s = s[1:-1]
+    s = normalise(s).replace('"', "")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _number_variants(s: str) -> list[str]:
+    """``3500.0`` -> ``3500``, ``3,500``; ``1.5`` stays."""
+    m = re.fullmatch(r"(-?\d+)(?:\.0+)?", s.replace(",", ""))
+    if not m:
+        return []
+    n = int(m.group(1))
+    return list(dict.fromkeys([str(n), f"{n:,}"]))
+
+
+_ALIASES = {
+    "united states": ["united states of america", "usa", "u.s.a.", "u.s.", "us", "america", "american"],
+    "united kingdom": ["uk", "u.k.", "britain", "great britain", "british"],
+}
+_SUFFIXES = (" language", " f.c.", " a.f.c.", " fc", " afc")
+
+
+def _variants(entity: str) -> list[str]:
+    """Regex variants of a WebNLG entity to search for (most specific first)."""
+    e = _entity_norm(entity)
+    plain = [e]
+    no_paren = re.sub(r"\s*\([^)]*\)", "", e).strip()
+    plain.append(no_paren)
+    for suf in _SUFFIXES:
+        if no_paren.endswith(suf):
+            plain.append(no_paren[: -len(suf)].strip())
+    if "," in no_paren:
+        plain.append(no_paren.split(",")[0].strip())
+    plain += _ALIASES.get(no_paren, [])
+    plain += _number_variants(no_paren)
+    num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*(.*)", no_paren)  # "125.0 (minutes)" / "3.5 metres"
+    if num:
+        plain += _number_variants(num.group(1)) or [num.group(1)]
+    out = []
+    for v in dict.fromkeys(p for p in plain if p):
+        rx = re.escape(v).replace(r"\ ", r"[\s-]+")
+        if re.search(r"[a-z]$", v):  # plurals and demonyms: "condiments", "indonesian"
+            rx += r"(?:s|es|n|an|ian)?"
+        out.append(rx)
+    date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", no_paren)
+    if date:
+        y, mo, d = date.groups()
+        month, day = _MONTHS[int(mo) - 1], str(int(d))
+        out += [rf"{month} {day}(?:st|nd|rd|th)?,? {y}", rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}"]
+    return out
+
+
+def _count_entity(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> tuple[int, str]:
+    """Mentions of ``entity`` outside ``masked`` spans (first variant that matches) and the evidence."""
+    for v in _variants(entity):
+        rx = re.compile(r"(?<!\w)" + v + r"(?!\w)")
+        hits = [m for m in rx.finditer(norm_text) if all(m.end() <= s or m.start() >= e for s, e in masked)]
+        if hits:
+            return len(hits), hits[0].group(0)
+    words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
+    if len(words) >= 2:  # partial: most content words present
+        present = [w for w in words if re.search(rf"\b{re.escape(w)}", norm_text)]
+        if len(present) * 3 >= len(words) * 2:
+            return 1, " ".join(present)
+    return 0, ""
+
+
+def _containing_spans(entity: str, others: list[str], norm_text: str) -> list[tuple[int, int]]:
+    """Spans of other input entities whose name contains ``entity`` ("Athens" in "Athens Airport")."""
+    e = _entity_norm(entity)
+    spans = []
+    for o in others:
+        on = re.sub(r"\s*\([^)]*\)", "", _entity_norm(o)).strip()
+        if on != e and len(on) > len(e) and re.search(rf"(?<!\w){re.escape(e)}(?!\w)", on):
+            rx = re.compile(r"(?<!\w)" + re.escape(on).replace(r"\ ", r"[\s-]+") + r"(?!\w)")
+            spans += [(m.start(), m.end()) for m in rx.finditer(norm_text)]
+    return spans
+
+
+def check_webnlg(records: list[Record], text: str) -> FaithReport:
+    """Verdicts for WebNLG triples: object found (realised), 2+ times (repeated) or not (missing)."""
+    norm = normalise(text)
+    entities = [e for r in records for e in (r.subject or "", r.value) if e]
+    in_input: dict[str, int] = {}
+    for e in entities:
+        in_input[_entity_norm(e)] = in_input.get(_entity_norm(e), 0) + 1
+    report = FaithReport()
+    for idx, r in enumerate(records):
+        n, ev = _count_entity(r.value, norm, _containing_spans(r.value, entities, norm))
+        if n == 0:
+            status = "missing"
+        elif n >= 2 and in_input.get(_entity_norm(r.value), 0) <= 1:
+            status = "repeated"
+        else:
+            status = "realised"
+        report.per_record.append(RecordVerdict(idx, r.label, status, ev))
+    return report
