@@ -7,7 +7,6 @@ such as ``<script>``, ``**bold**`` or ``$5`` is shown literally by ``st.markdown
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Sequence
@@ -43,13 +42,16 @@ PALETTE = (
 )  # fmt: skip
 NULL_COLOUR = "#e3e3e3"
 
-_MD = {c: f"&#{ord(c)};" for c in "$*_`[]\\~#|{}"}
+# One table, applied once per character: HTML's specials and the characters Markdown / KaTeX
+# would interpret each become a character reference (escaping the HTML first and then the Markdown
+# characters would escape the ``#`` of ``&#x27;`` again: an apostrophe shown as "&#x27;").
+_ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"} | {c: f"&#{ord(c)};" for c in "$*_`[]\\~#|{}"}
 
 
 def esc(text: object) -> str:
-    """HTML-escape ``text`` and neutralise Markdown/LaTeX characters (shown literally)."""
-    s = html.escape(str(text), quote=True)
-    return "".join(_MD.get(c, c) for c in s).replace("\n", " ")
+    """Escape ``text`` exactly once for ``st.markdown`` (HTML allowed or not): HTML specials and
+    Markdown/LaTeX characters become character references, shown literally; newlines become spaces."""
+    return "".join(_ESC.get(c, c) for c in str(text)).replace("\n", " ")
 
 
 def record_colour(k: int | None) -> str:

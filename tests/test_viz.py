@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from segviz import viz
 from segviz.decode import GenerationResult
@@ -33,6 +36,23 @@ def _result(tokens, segments, source=("name", "x", "food", "y")) -> GenerationRe
 def test_esc(raw, must_not, must):
     out = viz.esc(raw)
     assert must_not not in out and must in out
+
+
+@pytest.mark.parametrize("raw", ["It's", "aren't", "Baku_Turkish_Martyrs'_Memorial", 'say "hi" & go', "#1 &#x27;"])
+def test_esc_escapes_exactly_once(raw):
+    out = viz.esc(raw)
+    assert html.unescape(out) == raw  # what the browser shows is what was typed (was "It&#x27;s")
+
+
+def test_esc_apostrophe():
+    assert viz.esc("It's") == "It&#39;s"
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=40))
+def test_esc_round_trips_and_leaves_no_markup(raw):
+    out = viz.esc(raw)
+    assert html.unescape(out) == raw
+    assert not set(out) & set("<>\"'$*_`[]\\~|{}")
 
 
 def test_segments_html_colours_every_segment():
