@@ -45,6 +45,7 @@ open-ended, so ``wrong`` and ``hallucinated`` are always 0 for WebNLG.
 
 from segviz.faithfulness.common import STATUSES, FaithReport, RecordVerdict, normalise, totals
 from segviz.faithfulness.e2e import E2E_VENUES, check_e2e
+from segviz.faithfulness.segments import SEGMENT_VERDICTS, SegmentVerdict, segment_totals, segment_verdicts
 from segviz.faithfulness.webnlg import check_webnlg
 from segviz.records import Record
 
@@ -58,6 +59,10 @@ __all__ = [
     "totals",
     "STATUSES",
     "E2E_VENUES",
+    "SEGMENT_VERDICTS",
+    "SegmentVerdict",
+    "segment_verdicts",
+    "segment_totals",
 ]
 
 

@@ -7,8 +7,20 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 STATUSES = ("realised", "missing", "repeated", "wrong")
+
+
+class ValueMention(NamedTuple):
+    """A span ``[start, end)`` of normalised text that states a value: that of input record
+    ``record`` (0-based), or, with ``record`` None, a value absent from the input. ``entity`` is
+    the normalised entity (WebNLG) that a segment may name without stating another record."""
+
+    start: int
+    end: int
+    record: int | None
+    entity: str = ""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from segviz.faithfulness.common import FaithReport, RecordVerdict, normalise
+from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.faithfulness.e2e_rules import (  # noqa: F401 (E2E_VENUES is re-exported)
     _AMB_LEVEL,
     _AMBIGUOUS,
@@ -240,3 +240,23 @@ def _n_separate(ms: list[_Mention], norm: str) -> int:
             n += 1
         prev_end = m.end
     return n
+
+
+def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
+    """Spans of normalised text ``norm`` that state a value, with the input record it states or
+    None for a value absent from the input (another level of an input slot, a slot not in the
+    input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
+    names = [r.value for r in records if r.attribute in ("name", "near")]
+    venues = _find_venues(norm, names)
+    venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
+    out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
+    slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records)}
+    for m in _slot_mentions(norm, [(s, e) for _, s, e in venues]):
+        i, level = slot_of.get(m.attribute, (None, None))
+        if m.level == level:
+            out.append(ValueMention(m.start, m.end, i))
+        elif not (
+            m.attribute == "eatType" and (m.level == "restaurant" or (level == "restaurant" and m.weak))
+        ):
+            out.append(ValueMention(m.start, m.end, None))
+    return sorted(out, key=lambda m: (m.start, m.end))

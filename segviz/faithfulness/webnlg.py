@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from segviz.faithfulness.common import FaithReport, RecordVerdict, normalise
+from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.records import Record
 
 # ----------------------------------------------------------------------------- WebNLG
@@ -67,13 +67,23 @@ def _variants(entity: str) -> list[str]:
     return out
 
 
-def _count_entity(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> tuple[int, str]:
-    """Mentions of ``entity`` outside ``masked`` spans (first variant that matches) and the evidence."""
+def _entity_spans(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of ``entity`` outside ``masked`` spans, for the first variant that matches."""
     for v in _variants(entity):
         rx = re.compile(r"(?<!\w)" + v + r"(?!\w)")
-        hits = [m for m in rx.finditer(norm_text) if all(m.end() <= s or m.start() >= e for s, e in masked)]
+        hits = [
+            m.span() for m in rx.finditer(norm_text) if all(m.end() <= s or m.start() >= e for s, e in masked)
+        ]
         if hits:
-            return len(hits), hits[0].group(0)
+            return hits
+    return []
+
+
+def _count_entity(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> tuple[int, str]:
+    """Mentions of ``entity`` outside ``masked`` spans (first variant that matches) and the evidence."""
+    hits = _entity_spans(entity, norm_text, masked)
+    if hits:
+        return len(hits), norm_text[hits[0][0] : hits[0][1]]
     words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
     if len(words) >= 2:  # partial: most content words present
         present = [w for w in words if re.search(rf"\b{re.escape(w)}", norm_text)]
@@ -112,3 +122,28 @@ def check_webnlg(records: list[Record], text: str) -> FaithReport:
             status = "realised"
         report.per_record.append(RecordVerdict(idx, r.label, status, ev))
     return report
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def value_mentions_webnlg(records: list[Record], norm: str) -> list[ValueMention]:
+    """Spans of normalised text ``norm`` that state a value: every mention of a triple's object
+    (an object shared by several triples gives one mention per triple), and a number that no
+    input entity contains (record None: a date or figure absent from the input). Subjects are
+    not values; each mention carries its normalised entity."""
+    entities = [e for r in records for e in (r.subject or "", r.value) if e]
+    out = []
+    for i, r in enumerate(records):
+        spans = _entity_spans(r.value, norm, _containing_spans(r.value, entities, norm))
+        out += [ValueMention(s, e, i, _entity_norm(r.value)) for s, e in spans]
+    known = {int(n) for e in entities for n in _NUMBER.findall(_entity_norm(e))}
+    out += [
+        ValueMention(m.start(), m.end(), None) for m in _NUMBER.finditer(norm) if int(m.group()) not in known
+    ]
+    return sorted(out, key=lambda m: (m.start, m.end))
+
+
+def own_entities_webnlg(record: Record) -> frozenset[str]:
+    """Entities a segment of ``record`` may name: its subject and its object."""
+    return frozenset(_entity_norm(e) for e in (record.subject or "", record.value) if e)

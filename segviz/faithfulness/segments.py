@@ -1,0 +1,116 @@
+"""Per-segment verdict: does each segment say its own record, and nothing else?
+
+The paper's promise is that every segment realises the record it is aligned to (or the null
+record). A segment ``[start, end)`` of record ``k`` is **faithful** when its text states
+``k``'s value, no value of another input record, and no value absent from the input; a null
+segment is faithful when it states no value at all. Values are found by the same rules as the
+record-level checker (:mod:`segviz.faithfulness.e2e`, :mod:`segviz.faithfulness.webnlg`), run
+once on the whole text so that context ("a *high* customer rating") is seen; each value mention
+then belongs to the segment that holds most of its characters.
+
+Verdicts, first match wins: ``absent value`` (states a value not in the input), ``other
+record`` (states another record's value; for WebNLG naming the segment's own subject or object
+never counts), ``unrealised`` (a record segment that does not state its value, e.g. only
+function words), ``faithful``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from segviz.faithfulness.common import ValueMention, normalise
+from segviz.faithfulness.e2e import value_mentions_e2e
+from segviz.faithfulness.webnlg import own_entities_webnlg, value_mentions_webnlg
+from segviz.records import Record, detokenize
+
+SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value")
+
+
+@dataclass(frozen=True)
+class SegmentVerdict:
+    """Verdict for segment ``tokens[start:end]`` of ``record`` (1..K, None = null record)."""
+
+    start: int
+    end: int
+    record: int | None
+    text: str
+    own: bool  # the record's value is stated in the segment (False for null segments)
+    others: tuple[int, ...]  # other input records (1..K) whose value the segment states
+    absent: tuple[str, ...]  # stated values that are not in the input
+
+    @property
+    def verdict(self) -> str:
+        if self.absent:
+            return "absent value"
+        if self.others:
+            return "other record"
+        if self.record is not None and not self.own:
+            return "unrealised"
+        return "faithful"
+
+    @property
+    def faithful(self) -> bool:
+        return self.verdict == "faithful"
+
+
+def _mentions(dataset: str, records: list[Record], norm: str) -> list[ValueMention]:
+    if dataset == "e2e":
+        return value_mentions_e2e(records, norm)
+    if dataset == "webnlg":
+        return value_mentions_webnlg(records, norm)
+    raise ValueError(f"unknown dataset {dataset!r} (expected 'e2e' or 'webnlg')")
+
+
+def _own_entities(dataset: str, record: Record | None) -> frozenset[str]:
+    return own_entities_webnlg(record) if dataset == "webnlg" and record is not None else frozenset()
+
+
+def _owner(m: ValueMention, spans: list[tuple[int, int]]) -> int:
+    """Index of the segment span holding most characters of mention ``m``."""
+    overlap = [min(m.end, e) - max(m.start, s) for s, e in spans]
+    return max(range(len(spans)), key=lambda i: overlap[i])
+
+
+def segment_verdicts(
+    dataset: str, records: list[Record], tokens: list[str], segments: Iterable[tuple[int, int, int | None]]
+) -> list[SegmentVerdict]:
+    """One :class:`SegmentVerdict` per segment ``(start, end, record 1..K | None)`` over ``tokens``."""
+    segments = list(segments)
+    texts = [normalise(detokenize(tokens[s:e], records)) for s, e, _ in segments]
+    spans, pos = [], 0
+    for t in texts:  # the segments' texts joined by single spaces, as one normalised text
+        spans.append((pos, pos + len(t)))
+        pos += len(t) + 1
+    norm = " ".join(texts)
+    held: list[list[ValueMention]] = [[] for _ in segments]
+    for m in _mentions(dataset, records, norm) if segments else []:
+        held[_owner(m, spans)].append(m)
+    out = []
+    for (s, e, k), text, ms in zip(segments, texts, held, strict=True):
+        own_entities = _own_entities(dataset, records[k - 1] if k else None)
+        stated = {m.record + 1 for m in ms if m.record is not None}
+        others = sorted(
+            j
+            for j in stated
+            if j != k and not any(m.record == j - 1 and m.entity in own_entities for m in ms)
+        )
+        absent = tuple(norm[m.start : m.end] for m in ms if m.record is None)
+        out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent))
+    return out
+
+
+def segment_totals(verdicts: Iterable[SegmentVerdict]) -> dict:
+    """Counts over segments: record / null segments, each verdict among record segments, null
+    segments that state a value, and ``faithful_share`` = faithful record segments / record
+    segments (1.0 when there are none)."""
+    t = {"record_segments": 0, "null_segments": 0, "null_with_value": 0, **{v: 0 for v in SEGMENT_VERDICTS}}
+    for v in verdicts:
+        if v.record is None:
+            t["null_segments"] += 1
+            t["null_with_value"] += not v.faithful
+        else:
+            t["record_segments"] += 1
+            t[v.verdict] += 1
+    t["faithful_share"] = t["faithful"] / t["record_segments"] if t["record_segments"] else 1.0
+    return t
