@@ -158,8 +158,10 @@ def _entity_text(s: str) -> str:
 
 
 # A token is a run of word characters (letters, digits, with inner . or , for numbers like 3.5
-# and 1,000), or a single non-space non-word character. Currency symbols split off: "£30" -> £ 30.
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?|\w+|[^\w\s]", re.UNICODE)
+# and 1,000), a word with its possessive apostrophe (Martyrs'), a possessive 's after a word that
+# has an apostrophe already (O'Malley's), or a single non-space non-word character. Currency
+# symbols split off: "£30" -> £ 30.
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?(?:(?<=s)'(?![^\W\d_]))?|'s(?![^\W\d_])|\w+|[^\w\s]", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:

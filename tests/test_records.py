@@ -96,3 +96,12 @@ def test_tokenise_detokenise_round_trip(tokens):
         assert "".join(again) == "".join(tokens)
     else:
         assert again == tokens, (joined, text)
+
+
+def test_apostrophes_in_names_round_trip():
+    from segviz.records import detokenize, parse_e2e_mr, tokenize
+
+    for name in ("O'Malley's Tavern", "Baku Turkish Martyrs' Memorial", "Zizzi's", "Café Ørsted", "The 7 Lanterns"):
+        assert detokenize(tokenize(name), parse_e2e_mr(f"name[{name}]")) == name
+    assert tokenize("O'Malley's") == ["o'malley", "'s"]
+    assert tokenize("the kids' menu") == ["the", "kids'", "menu"]
