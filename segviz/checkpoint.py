@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from segviz.data import Vocab
-from segviz.model import ModelConfig, PGModel, SegmentModel, build_model
+from segviz.data import DATASETS, Vocab
+from segviz.model import MODEL_KINDS, ModelConfig, PGModel, SegmentModel, build_model
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,41 @@ def load_weights(model: torch.nn.Module, file: Path) -> None:
     model.load_state_dict(tensors)
 
 
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# model config field -> (check, what is expected); fields not listed are left to ModelConfig
+_MODEL_FIELDS = {
+    "kind": (lambda v: isinstance(v, str) and v in MODEL_KINDS, f"one of {', '.join(map(repr, MODEL_KINDS))}"),
+    "vocab_size": (lambda v: _int(v) and v >= 1, "a positive integer"),
+    "emb_dim": (lambda v: _int(v) and v >= 1, "a positive integer"),
+    "hidden": (lambda v: _int(v) and v >= 2 and v % 2 == 0, "an even integer of at least 2"),
+    "dropout": (lambda v: _number(v) and 0 <= v < 1, "a number from 0 up to (not including) 1"),
+    "max_seg_len": (lambda v: _int(v) and v >= 1, "an integer of at least 1"),
+    "reg_weight": (lambda v: _number(v) and v >= 0, "a number of at least 0"),
+    "reg_gamma": (lambda v: _number(v) and v >= 0, "a number of at least 0"),
+}
+
+
+def validate_config(config: dict, file: Path | str = "config.json") -> None:
+    """Check types, ranges and known kinds of a stored config; raise :class:`CheckpointError` with
+    one sentence naming the file, the field and what is expected."""
+    dataset = config.get("dataset", "e2e")
+    if dataset not in DATASETS:
+        raise CheckpointError(f"{file}: field 'dataset' must be one of {', '.join(map(repr, DATASETS))}, got {dataset!r}")
+    model = config.get("model")
+    if not isinstance(model, dict):
+        raise CheckpointError(f"{file}: field 'model' must be an object with the model settings, got {model!r}")
+    for name, (ok, expected) in _MODEL_FIELDS.items():
+        if name in model and not ok(model[name]):
+            raise CheckpointError(f"{file}: field 'model.{name}' must be {expected}, got {model[name]!r}")
+
+
 def load(path: Path | str) -> Checkpoint:
     """Rebuild the model from a checkpoint directory alone (eval mode, CPU)."""
     path = Path(path)
@@ -133,6 +169,7 @@ def load(path: Path | str) -> Checkpoint:
     config = _read_json(path / "config.json", "config")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise CheckpointError(f"{path}/config.json: not a {FORMAT} config")
+    validate_config(config, path / "config.json")
     try:
         mcfg = ModelConfig.from_json(config["model"])
         vocab = Vocab.from_json(_read_json(path / "vocab.json", "vocabulary"))
@@ -140,7 +177,10 @@ def load(path: Path | str) -> Checkpoint:
         raise CheckpointError(f"{path}: invalid config or vocabulary ({e})") from e
     if len(vocab) != mcfg.vocab_size:
         raise CheckpointError(f"{path}: vocabulary has {len(vocab)} words, config says {mcfg.vocab_size}")
-    model = build_model(mcfg)
+    try:
+        model = build_model(mcfg)
+    except (TypeError, ValueError, RuntimeError) as e:  # a field the checks above do not know
+        raise CheckpointError(f"{path}/config.json: the model cannot be built from this config ({e})") from e
     load_weights(model, path / "model.safetensors")
     model.eval()
     history = _read_json(path / "history.json", "history") if (path / "history.json").exists() else []

@@ -12,9 +12,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["WebNLGEntry", "read_webnlg", "webnlg_files"]
+__all__ = ["WebNLGEntry", "WebNLGError", "read_webnlg", "webnlg_files"]
 
 log = logging.getLogger(__name__)
+
+
+class WebNLGError(ValueError):
+    """A file that is not well-formed WebNLG XML; the message names the file and the line."""
 
 
 @dataclass
@@ -26,6 +30,13 @@ class WebNLGEntry:
     size: int  # number of triples (k)
     triples: list[str] = field(default_factory=list)  # modified triples "s | p | o"
     lexs: list[str] = field(default_factory=list)  # every <lex> text, in file order
+    file: str = ""  # the XML file it was read from
+    line: int = 0  # line of its <entry> tag in that file (0: unknown)
+
+    @property
+    def where(self) -> str:
+        """``FILE, line N (entry eid)`` for messages."""
+        return f"{self.file}, line {self.line} (entry {self.eid})" if self.line else f"{self.file} (entry {self.eid})"
 
 
 def _file_size_key(path: Path) -> tuple[int, str]:
@@ -50,11 +61,20 @@ def read_webnlg(path: str | Path) -> list[WebNLGEntry]:
     """All entries of a WebNLG XML file or folder tree, in document order."""
     entries: list[WebNLGEntry] = []
     for f in webnlg_files(path):
-        root = ET.parse(f).getroot()
-        for e in root.iter("entry"):
+        data = f.read_bytes()
+        try:
+            root = ET.fromstring(data)
+        except ET.ParseError as e:
+            raise WebNLGError(f"{f}: not a well-formed WebNLG XML file ({e})") from None
+        found = list(root.iter("entry"))
+        lines = [data.count(b"\n", 0, m.start()) + 1 for m in re.finditer(rb"<entry\b", data)]
+        if len(lines) != len(found):  # e.g. "<entry" inside a comment: lines unknown
+            lines = [0] * len(found)
+        for e, line in zip(found, lines, strict=True):
             triples = [" ".join((t.text or "").split()) for t in e.iter("mtriple")]
             lexs = [" ".join((lex.text or "").split()) for lex in e.iter("lex")]
-            size = int(e.get("size") or len(triples))
-            entries.append(WebNLGEntry(e.get("category", ""), e.get("eid", ""), size, triples, lexs))
+            size = e.get("size") or ""
+            size = int(size) if size.isdigit() else len(triples)
+            entries.append(WebNLGEntry(e.get("category", ""), e.get("eid", ""), size, triples, lexs, str(f), line))
     log.info("read %d WebNLG entries from %s", len(entries), path)
     return entries

@@ -43,6 +43,8 @@ __all__ = [
     "columns",
     "rows_from_records",
     "records_from_rows",
+    "record_warnings",
+    "input_warnings",
     "records_to_param",
     "records_from_param",
     "compare",
@@ -58,6 +60,7 @@ __all__ = [
 
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
 MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
+MAX_VALUE_CHARS = 200  # longest value in training: E2E 25, WebNLG 166 characters
 SYSTEM_LABELS = {"seg": "Segment model (ours)", "pg": "Pointer-generator (PG)"}
 E2E_ATTRIBUTES = (
     "name",
@@ -158,11 +161,7 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
             rec = Record(cells[0], cells[1])
             ident = (rec.attribute,)
             what = f"attribute {rec.attribute!r}"
-            if rec.attribute not in E2E_ATTRIBUTES:
-                warnings.append(
-                    f"row {n}: {rec.attribute!r} is not an E2E attribute ({', '.join(E2E_ATTRIBUTES)}); "
-                    "the models never saw it in training"
-                )
+        warnings += [f"row {n}: {w}" for w in record_warnings(dataset, rec)]
         if ident in seen:
             raise RecordError(
                 f"row {n}: duplicate {what} (also in row {seen[ident]}); each record may appear once"
@@ -178,6 +177,36 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
     if len(records) > MAX_RECORDS:
         raise RecordError(f"{len(records)} records given; the app handles at most {MAX_RECORDS} per input")
     return ParsedRecords(records, warnings)
+
+
+def record_warnings(dataset: str, rec: Record) -> list[str]:
+    """What the models were not trained for in one record: an unknown E2E attribute, a very long value."""
+    out = []
+    if dataset == "e2e" and rec.attribute not in E2E_ATTRIBUTES:
+        out.append(f"{rec.attribute!r} is not an E2E attribute ({', '.join(E2E_ATTRIBUTES)}); the models never saw it in training")
+    if len(rec.value) > MAX_VALUE_CHARS:
+        out.append(f"the value has {len(rec.value):,} characters; the models were trained on values of at most {MAX_VALUE_CHARS}")
+    return out
+
+
+def unknown_words_warning(ck: Checkpoint | None, records: Sequence[Record]) -> list[str]:
+    """A warning listing the input words outside the model's vocabulary (none if all are known)."""
+    unknown = _unknown_words(ck, records)
+    if not unknown:
+        return []
+    shown = ", ".join(unknown[:12]) + (" …" if len(unknown) > 12 else "")
+    return [f"Words the models have never seen (they can only be copied from the input): {shown}"]
+
+
+def input_warnings(dataset: str, records: Sequence[Record], ck: Checkpoint | None) -> list[str]:
+    """Everything the app warns about for one input (the CLIs print the same): more records than
+    the app takes, unknown attributes, very long values, unseen words."""
+    out = []
+    if len(records) > MAX_RECORDS:
+        out.append(f"{len(records)} records; the models were trained on at most 8 (E2E) or 7 (WebNLG), the app takes {MAX_RECORDS}")
+    for k, rec in enumerate(records, start=1):
+        out += [f"record {k}: {w}" for w in record_warnings(dataset, rec)]
+    return out + unknown_words_warning(ck, records)
 
 
 def records_to_param(records: Sequence[Record]) -> str:
@@ -291,11 +320,7 @@ def compare(
         raise ValueError(f"constraints must be one of {decode.CONSTRAINTS}")
     if not 1 <= beam <= 20:
         raise ValueError("beam size must be between 1 and 20")
-    warnings = []
-    unknown = _unknown_words(seg or pg, records)
-    if unknown:
-        shown = ", ".join(unknown[:12]) + (" …" if len(unknown) > 12 else "")
-        warnings.append(f"Words the models have never seen (they can only be copied from the input): {shown}")
+    warnings = unknown_words_warning(seg or pg, records)
     with _threads(1):
         seg_view = _run_seg(dataset, records, seg, constraints, beam)
         pg_view = _run_pg(dataset, records, pg, seg, beam)

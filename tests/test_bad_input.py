@@ -1,0 +1,160 @@
+"""Hostile and careless input to the library and the CLIs (issue 14): one clear sentence naming
+the file, the field or line and what is expected; a CLI exits non-zero without a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import MRS, ROOT, make_model
+
+from segviz import checkpoint as ckpt
+from segviz.data_webnlg import WebNLGError, read_webnlg
+
+WEBNLG_XML = """<benchmark><entries>
+<entry category="Airport" eid="Id1" size="1">
+  <modifiedtripleset><mtriple>Aarhus | leader | Jacob_Bundsgaard</mtriple></modifiedtripleset>
+  <lex lid="Id1">Jacob Bundsgaard leads Aarhus.</lex>
+</entry>
+<entry category="Airport" eid="Id2" size="1">
+  <modifiedtripleset><mtriple>{triple}</mtriple></modifiedtripleset>
+  <lex lid="Id1">Aarhus Airport serves Aarhus.</lex>
+</entry>
+</entries></benchmark>
+"""
+
+
+def cli(module: str, *args) -> subprocess.CompletedProcess:
+    """``python -m segviz.MODULE ARGS`` in a fresh process (what a user sees)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", f"segviz.{module}", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)  # fmt: skip
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for n in needles:
+        assert n in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory, vocab):
+    root = tmp_path_factory.mktemp("ck")
+    ckpt.save(root / "e2e-seg", make_model("seg", vocab), vocab, "e2e")
+    ckpt.save(root / "webnlg-seg", make_model("seg", vocab), vocab, "webnlg")
+    return root
+
+
+def _with_model_field(src: Path, dst: Path, **fields) -> Path:
+    ckpt.load(src)  # valid before
+    dst.mkdir()
+    for f in src.iterdir():
+        dst.joinpath(f.name).write_bytes(f.read_bytes())
+    config = json.loads((dst / "config.json").read_text())
+    for k, v in fields.items():
+        if k == "dataset":
+            config["dataset"] = v
+        else:
+            config["model"][k] = v
+    (dst / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+# ----- checkpoint config validated on load ------------------------------------------------------
+
+BAD_FIELDS = [
+    ("hidden", "256", "field 'model.hidden' must be an even integer of at least 2, got '256'"),
+    ("hidden", 33, "field 'model.hidden' must be an even integer of at least 2, got 33"),
+    ("dropout", 5, "field 'model.dropout' must be a number from 0 up to (not including) 1, got 5"),
+    ("kind", "transformer", "field 'model.kind' must be one of 'seg', 'pg', got 'transformer'"),
+    ("max_seg_len", 0, "field 'model.max_seg_len' must be an integer of at least 1, got 0"),
+    ("emb_dim", True, "field 'model.emb_dim' must be a positive integer, got True"),
+    ("reg_weight", None, "field 'model.reg_weight' must be a number of at least 0, got None"),
+    ("dataset", "e3e", "field 'dataset' must be one of 'e2e', 'webnlg', got 'e3e'"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD_FIELDS)
+def test_load_rejects_a_bad_config_field_in_one_sentence(ckpts, tmp_path, field, value, message):
+    bad = _with_model_field(ckpts / "e2e-seg", tmp_path / "bad", **{field: value})
+    with pytest.raises(ckpt.CheckpointError) as e:
+        ckpt.load(bad)
+    assert str(e.value) == f"{bad / 'config.json'}: {message}"
+
+
+def test_generate_with_a_bad_config_exits_2_naming_file_and_field(ckpts, tmp_path):
+    bad = _with_model_field(ckpts / "e2e-seg", tmp_path / "bad", hidden="256")
+    (tmp_path / "in.csv").write_text(f'mr\n"{MRS[1][0]}"\n', encoding="utf-8")
+    proc = cli("generate", "--checkpoint", bad, "--input", tmp_path / "in.csv", "--output", tmp_path / "o.tsv")
+    assert_clean_failure(proc, f"{bad / 'config.json'}: field 'model.hidden' must be an even integer")
+
+
+# ----- WebNLG XML --------------------------------------------------------------------------------
+
+
+def test_read_webnlg_names_file_and_line_of_each_entry(tmp_path):
+    f = tmp_path / "1triples.xml"
+    f.write_text(WEBNLG_XML.format(triple="Aarhus_Airport | cityServed | Aarhus"), encoding="utf-8")
+    entries = read_webnlg(f)
+    assert [(e.file, e.line, e.eid) for e in entries] == [(str(f), 2, "Id1"), (str(f), 6, "Id2")]
+    assert entries[1].where == f"{f}, line 6 (entry Id2)"
+
+
+def test_read_webnlg_malformed_xml_raises_webnlg_error(tmp_path):
+    f = tmp_path / "bad.xml"
+    f.write_text("<benchmark><entries><entry>\n</benchmark>", encoding="utf-8")
+    with pytest.raises(WebNLGError, match=r"bad\.xml: not a well-formed WebNLG XML file \(mismatched tag: line 2"):
+        read_webnlg(f)
+
+
+def test_generate_malformed_webnlg_xml_exits_2(ckpts, tmp_path):
+    (tmp_path / "bad.xml").write_text("<benchmark><entries><entry>", encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "webnlg-seg", "--input", tmp_path / "bad.xml", "--output", tmp_path / "o.txt")
+    assert_clean_failure(proc, f"{tmp_path / 'bad.xml'}: not a well-formed WebNLG XML file")
+
+
+def test_generate_csv_given_to_a_webnlg_checkpoint_exits_2(ckpts, tmp_path):
+    (tmp_path / "in.csv").write_text(f'mr,ref\n"{MRS[1][0]}",x\n', encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "webnlg-seg", "--input", tmp_path / "in.csv", "--output", tmp_path / "o.txt")
+    assert_clean_failure(proc, "is a WebNLG model", "WebNLG XML")
+
+
+def test_generate_xml_given_to_an_e2e_checkpoint_exits_2(ckpts, tmp_path):
+    (tmp_path / "in.xml").write_text(WEBNLG_XML.format(triple="a | b | c"), encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "e2e-seg", "--input", tmp_path / "in.xml", "--output", tmp_path / "o.tsv")
+    assert_clean_failure(proc, "is an E2E model", "CSV with an 'mr' column")
+
+
+def test_generate_malformed_triple_names_file_line_and_entry(ckpts, tmp_path):
+    f = tmp_path / "in.xml"
+    f.write_text(WEBNLG_XML.format(triple="Aarhus_Airport | cityServed"), encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "webnlg-seg", "--input", f, "--output", tmp_path / "o.txt")
+    assert_clean_failure(proc, f"{f}, line 6 (entry Id2): triple must have 3 parts")
+
+
+# ----- warnings and verdicts from generate ------------------------------------------------------
+
+
+def test_generate_warns_once_per_input_with_a_count_and_checks(ckpts, tmp_path):
+    long_value = "x" * 2000
+    many = ", ".join(f"attr{i}[v{i}]" for i in range(21))
+    rows = [MRS[4][0], f"name[Zizzi], wifi[yes], food[{long_value}]", MRS[4][0], many]
+    (tmp_path / "in.csv").write_text("mr\n" + "".join(f'"{r}"\n' for r in rows), encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "e2e-seg", "--input", tmp_path / "in.csv", "--output", tmp_path / "o.tsv",
+               "--beam", 1, "--check")  # fmt: skip
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 2  # one line per input with warnings; MR 1 (twice in the file) has none
+    assert warnings[0].startswith(f"warning: {tmp_path / 'in.csv'}:3: record 2: 'wifi' is not an E2E attribute")
+    assert "record 3: the value has 2,000 characters; the models were trained on values of at most 200" in warnings[0]
+    assert "Words the models have never seen" in warnings[0]
+    assert warnings[1].startswith(f"warning: {tmp_path / 'in.csv'}:5: 21 records; the models were trained on at most 8")
+    assert "2 of 3 inputs had warnings (see above)" in proc.stderr
+    checks = [ln for ln in proc.stderr.splitlines() if ln.startswith("check:")]
+    assert [c.split(": ")[1] for c in checks] == [f"{tmp_path / 'in.csv'}:{n}" for n in (2, 3, 5)]
+    assert "inputs with warnings: 2; flagged by the checker:" in proc.stdout
