@@ -39,7 +39,7 @@ import torch
 
 NEG = -1e9  # finite log-zero
 
-__all__ = ["NEG", "forward", "viterbi", "ForwardResult", "Segment", "segment_score_table"]
+__all__ = ["NEG", "forward", "viterbi", "ForwardResult", "Segment", "segment_score_table", "segment_windows"]
 
 
 @dataclass
@@ -56,6 +56,21 @@ def segment_score_table(log_emit: torch.Tensor, log_end: torch.Tensor) -> torch.
     B, T, S = log_emit.shape
     zero = log_emit.new_zeros(B, 1, S)
     return torch.cat([zero, log_emit.cumsum(1)], dim=1)
+
+
+def segment_windows(log_emit: torch.Tensor, log_end: torch.Tensor, L: int, lam: torch.Tensor | float = 0.0) -> torch.Tensor:
+    """Scores of every segment, ``(B, T, L', S)`` with ``L' = min(L, T)``: ``[b, i-1, l-1, j]`` is
+    the segment of the ``l`` tokens ``i-l .. i-1`` in state ``j`` (``C[i] - C[i-l] + log_end[i-1]
+    + lam``); entries with ``l > i`` are 0 and never read. One pass before the recursion."""
+    B, T, S = log_emit.shape
+    C = segment_score_table(log_emit, log_end)  # (B, T+1, S)
+    rows = []
+    for l in range(1, min(L, T) + 1):
+        diff = C[:, l:] - C[:, :-l]  # i = l .. T
+        rows.append(torch.cat([diff.new_zeros(B, l - 1, S), diff], dim=1) if l > 1 else diff)
+    lam = torch.as_tensor(lam, dtype=log_emit.dtype, device=log_emit.device)
+    lam = lam.reshape(-1, 1, 1, 1) if lam.dim() else lam
+    return torch.stack(rows, dim=2) + log_end.unsqueeze(2) + lam
 
 
 def forward(
@@ -75,27 +90,23 @@ def forward(
     Cost ``O(T·L·S + T·S²)`` per example.
     """
     B, T, S = log_emit.shape
-    C = segment_score_table(log_emit, log_end)  # (B, T+1, S)
-    lam = torch.as_tensor(lam, dtype=log_emit.dtype)
-    lam = lam.reshape(-1, 1, 1) if lam.dim() else lam  # (B, 1, 1) or scalar
+    seg_rows = segment_windows(log_emit, log_end, L, lam).unbind(1)  # T x (B, L', S)
+    trans = log_trans.unbind(1)  # T x (B, S, S): one backward node, no zero-filled slice gradients
     betas = [log_init]  # beta[p], (B, S)
     nus = [torch.zeros_like(log_init)]  # E[#segments before p | beta[p, j]]
     alphas: list[torch.Tensor] = []  # alpha[i] for i = 1..T
     mus: list[torch.Tensor] = []
     for i in range(1, T + 1):
         lo = max(0, i - L)
-        beta_win = torch.stack(betas[lo:i], dim=1)  # (B, l, S) for p = lo..i-1
-        nu_win = torch.stack(nus[lo:i], dim=1)  # (B, l, S)
-        seg = C[:, i : i + 1] - C[:, lo:i] + log_end[:, i - 1 : i] + lam  # (B, l, S)
-        x = beta_win + seg
+        x = torch.stack(betas[lo:i][::-1], dim=1) + seg_rows[i - 1][:, : i - lo]  # (B, l, S), l = 1 .. i - lo
         alpha = torch.logsumexp(x, dim=1)  # (B, S)
-        mu = (torch.softmax(x, dim=1) * (nu_win + 1.0)).sum(1)  # (B, S)
+        mu = (torch.softmax(x, dim=1) * (torch.stack(nus[lo:i][::-1], dim=1) + 1.0)).sum(1)  # (B, S)
         alphas.append(alpha)
         mus.append(mu)
         if i < T:
-            y = alpha.unsqueeze(2) + log_trans[:, i - 1]  # (B, S_q, S_j)
+            y = alpha.unsqueeze(2) + trans[i - 1]  # (B, S_q, S_j)
             betas.append(torch.logsumexp(y, dim=1))
-            nus.append((torch.softmax(y, dim=1) * mu.unsqueeze(2)).sum(1))
+            nus.append(torch.bmm(mu.unsqueeze(1), torch.softmax(y, dim=1)).squeeze(1))
     alpha_all = torch.stack(alphas, dim=1)  # (B, T, S)
     mu_all = torch.stack(mus, dim=1)
     idx = (lengths - 1).clamp(min=0).view(B, 1, 1).expand(B, 1, S)
@@ -124,7 +135,7 @@ def viterbi(
     C = segment_score_table(log_emit, log_end)
     betas = [log_init]
     back_l: list[torch.Tensor] = []  # (B, S): best segment length ending at i in state j
-    back_q: list[torch.Tensor] = [torch.zeros(B, S, dtype=torch.long)]  # best previous state
+    back_q: list[torch.Tensor] = [torch.zeros(B, S, dtype=torch.long, device=log_emit.device)]  # best previous state
     alphas = []
     for i in range(1, T + 1):
         lo = max(0, i - L)
@@ -137,7 +148,7 @@ def viterbi(
             beta, q = (alpha.unsqueeze(2) + log_trans[:, i - 1]).max(dim=1)
             betas.append(beta)
             back_q.append(q)
-    best = torch.empty(B, dtype=log_emit.dtype)
+    best = torch.empty(B, dtype=log_emit.dtype, device=log_emit.device)
     paths = []
     for b in range(B):
         i = int(lengths[b])

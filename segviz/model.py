@@ -72,7 +72,7 @@ class Encoder(nn.Module):
         packed = pack_padded_sequence(x, src_len.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         out, _ = self.rnn(packed)
         h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, N, H)
-        valid = (torch.arange(src.size(1)) < src_len.unsqueeze(1)).unsqueeze(2)  # (B, N, 1)
+        valid = (torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)).unsqueeze(2)  # (B, N, 1)
         mean = (h * valid).sum(1) / valid.sum(1).clamp(min=1)  # (B, H)
         h = self.drop(h)
         return x, h, (torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean)))
@@ -137,7 +137,7 @@ class RecordTables:
     @classmethod
     def build(cls, enc: SegEncoding) -> RecordTables:
         pos, valid = enc.rec_idx, enc.rec_valid  # (B, S, R)
-        bi = torch.arange(pos.size(0)).view(-1, 1, 1)
+        bi = torch.arange(pos.size(0), device=pos.device).view(-1, 1, 1)
         one = []
         for k in range(pos.size(1)):
             p = pos[0, k][valid[0, k]]
@@ -145,7 +145,7 @@ class RecordTables:
                         enc.src_ext[0, p].unsqueeze(0), p.unsqueeze(0)) if len(p) else None)
         return cls(
             key=enc.key[bi, pos], h=enc.h[bi, pos], vproj=enc.vproj[bi, pos], ext=enc.src_ext[bi, pos], pos=pos,
-            bias=torch.zeros(valid.shape, dtype=enc.h.dtype).masked_fill(~valid, NEG), valid=valid,
+            bias=torch.zeros(valid.shape, dtype=enc.h.dtype, device=valid.device).masked_fill(~valid, NEG), valid=valid,
             any=valid.any(2), one=one,
         )
 
@@ -201,6 +201,53 @@ class SegPotentials:
     alpha: torch.Tensor  # (B, T, S, N) attention of token t under record k
 
 
+def _host_stats(loss: torch.Tensor, stats: dict) -> tuple[torch.Tensor, dict]:
+    """Stats of :meth:`objective` as Python numbers (one host synchronisation)."""
+    return loss, {k: (int(v) if k in ("tokens", "n") else float(v)) for k, v in stats.items()}
+
+
+class _PickLogSoftmax(torch.autograd.Function):
+    """``log softmax(alpha_t^k W2 h + W1 d_t)`` read at two ids per ``(b, t)``, for every record ``k``.
+
+    ``flat (B, T·S, N)`` attention weights, ``vproj (B, N, V)`` = ``W2 h``, ``od (B, T, V)`` =
+    ``W1 d_t + b``, ``ids (B, T, 2)`` -> ``(B, T, S, 2)``. One ``B·T·S·V`` buffer: the logits,
+    written once in the forward pass and turned into the gradient in place in the backward pass
+    (``softmax · (-sum g)`` plus ``g`` at the picked ids), instead of the log-softmax table, its
+    gather's zero-filled gradient and the log-softmax backward of the first formulation.
+    """
+
+    @staticmethod
+    def forward(ctx, flat, vproj, od, ids):
+        B, TS, _ = flat.shape
+        T = od.size(1)
+        S = TS // T
+        dt = vproj.dtype
+        logits = torch.bmm(flat.to(dt), vproj).view(B, T, S, -1)
+        logits += od.to(dt).unsqueeze(2)
+        lse = torch.logsumexp(logits if dt != torch.float16 and dt != torch.bfloat16 else logits.float(), 3, keepdim=True)
+        idx = ids.unsqueeze(2).expand(B, T, S, ids.size(2))
+        out = logits.gather(3, idx).to(lse.dtype) - lse
+        ctx.save_for_backward(flat, vproj)
+        ctx.logits, ctx.lse, ctx.idx, ctx.od_dtype = logits, lse, idx, od.dtype
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        flat, vproj = ctx.saved_tensors
+        p, lse, idx = ctx.logits, ctx.lse, ctx.idx
+        del ctx.logits
+        B, T, S, V = p.shape
+        p.sub_(lse).exp_()  # softmax, in place of the logits
+        p.mul_(-g.sum(3, keepdim=True).to(p.dtype))
+        p.scatter_add_(3, idx, g.to(p.dtype))
+        gflat = p.view(B, T * S, V)
+        g_flat = torch.bmm(gflat, vproj.transpose(1, 2)).to(flat.dtype) if ctx.needs_input_grad[0] else None
+        g_vproj = torch.bmm(flat.to(p.dtype).transpose(1, 2), gflat) if ctx.needs_input_grad[1] else None
+        g_od = p.sum(2).to(ctx.od_dtype) if ctx.needs_input_grad[2] else None
+        return g_flat, g_vproj, g_od, None
+
+
 class SegmentModel(nn.Module):
     """Joint segmentation and correspondence model (paper §4)."""
 
@@ -221,17 +268,23 @@ class SegmentModel(nn.Module):
         self.f_null = nn.Parameter(torch.randn(E) * 0.1)  # f(r_0)
 
     # ----- input side -------------------------------------------------------------------
-    def encode(self, batch: Batch) -> SegEncoding:
-        x, h, state0 = self.encoder(batch.src, batch.src_len)
+    def _records(self, batch: Batch, x: torch.Tensor):
+        """``member (B, S, N)``, ``has_tok (B, S)`` and the record representations ``f (B, S, E)``."""
         S = batch.rec_mask.size(1)
-        valid = torch.arange(batch.src.size(1)) < batch.src_len.unsqueeze(1)  # (B, N)
-        member = (batch.src_rec.unsqueeze(1) == torch.arange(S).view(1, S, 1)) & valid.unsqueeze(1)
+        ar = torch.arange(max(batch.src.size(1), S), device=x.device)
+        valid = ar[: batch.src.size(1)] < batch.src_len.unsqueeze(1)  # (B, N)
+        member = (batch.src_rec.unsqueeze(1) == ar[:S].view(1, S, 1)) & valid.unsqueeze(1)
         member[:, 0] = False  # the null record owns no tokens
         # f(r_k): max-pool over the word embeddings of r_k (paper, after eq. 3); (B, S, E)
         pooled = x.unsqueeze(1).masked_fill(~member.unsqueeze(3), NEG).max(2).values
         has_tok = member.any(2)  # (B, S)
         f = torch.where(has_tok.unsqueeze(2), pooled, torch.zeros_like(pooled))
         f = torch.cat([self.f_null.expand(f.size(0), 1, -1), f[:, 1:]], dim=1)
+        return member, has_tok, f
+
+    def encode(self, batch: Batch) -> SegEncoding:
+        x, h, state0 = self.encoder(batch.src, batch.src_len)
+        member, has_tok, f = self._records(batch, x)
         # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
         R = max(1, int(member.sum(2).max()))
         order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
@@ -290,7 +343,7 @@ class SegmentModel(nn.Module):
         B, T, S, _ = A.shape
         u = self.trans_a(A) + self.trans_d(d_next).unsqueeze(2)  # (B, T, S_q, E)
         scores = torch.bmm(u.view(B, T * S, -1), enc.f.transpose(1, 2)).view(B, T, S, S)
-        mask = ~enc.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool)
+        mask = ~enc.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool, device=A.device)
         return torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
 
     def transition_step(self, enc: SegEncoding, A: torch.Tensor, d_next: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -335,7 +388,7 @@ class SegmentModel(nn.Module):
         # end of segment e[b, t, k] = log p($ | y_<=t, r_k), read from position t + 1
         log_eos = F.logsigmoid(logit_gen) + log_pv[..., EOSEG_ID]  # (B, T, S)
         log_end = torch.cat([log_eos[:, 1:], log_eos.new_zeros(B, 1, S)], dim=1)
-        last = torch.arange(T).unsqueeze(0) == (batch.tgt_len - 1).unsqueeze(1)  # (B, T)
+        last = torch.arange(T, device=d.device).unsqueeze(0) == (batch.tgt_len - 1).unsqueeze(1)  # (B, T)
         log_end = log_end.masked_fill(last.unsqueeze(2), 0.0)  # the segment holding <eos> ends
         # padded records can never be chosen
         pad = ~batch.rec_mask.unsqueeze(1)
@@ -346,25 +399,80 @@ class SegmentModel(nn.Module):
         log_init = self.initial(enc, d[:, 0])
         return SegPotentials(log_init, log_trans, log_emit, log_end, alpha)
 
-    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """Paper eq. 6: ``-log p(y|X) + w max(|E[#seg] - K|, gamma)``, averaged over examples.
-
-        Returns the loss and stats: summed ``nll``, ``tokens``, mean ``exp_seg`` and ``K``.
-        """
+    def loss_reference(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Eq. 6 through :meth:`potentials` (every tensor of the first formulation materialised):
+        the reference that :meth:`loss` is tested against."""
         pot = self.potentials(batch)
         res = dp.forward(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len)
-        nll = -res.log_z  # (B,)
+        return _host_stats(*self._finish(batch, -res.log_z, res.expected_segments))
+
+    def _finish(self, batch: Batch, nll: torch.Tensor, exp_seg: torch.Tensor):
         K = batch.n_rec.to(nll.dtype)
-        reg = torch.clamp((res.expected_segments - K).abs(), min=self.cfg.reg_gamma)
+        reg = torch.clamp((exp_seg - K).abs(), min=self.cfg.reg_gamma)
         loss = (nll + self.cfg.reg_weight * reg).mean()
-        stats = {
-            "nll": nll.detach().sum().item(),
-            "tokens": int(batch.tgt_len.sum()),
-            "exp_seg": res.expected_segments.detach().mean().item(),
-            "K": K.mean().item(),
-            "n": batch.size,
-        }
+        stats = {"nll": nll.detach().sum(), "tokens": batch.tgt_len.sum(), "exp_seg": exp_seg.detach().mean(),
+                 "K": K.mean(), "n": batch.size}
         return loss, stats
+
+    def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Paper eq. 6: ``-log p(y|X) + w max(|E[#seg] - K|, gamma)``, averaged over examples.
+
+        Returns the loss and stats as 0-dim tensors (no host synchronisation): summed ``nll``,
+        ``tokens``, mean ``exp_seg`` and ``K``, and ``n``. The same quantity as
+        :meth:`loss_reference`, computed for training:
+
+        - the context ``A_t^k`` (``B·T·S·H``) is never materialised: it enters the model only
+          linearly (``W2 A``, ``MLP_g``, ``M A`` in eq. 3), so those products are taken against
+          the ``N`` token states once (``h W``) and mixed by the attention weights afterwards;
+        - the vocabulary softmax of every ``(t, k)`` is one fused pass
+          (:class:`_PickLogSoftmax`): the ``B·T·S·V`` logits are written once and only the log
+          probabilities of ``y_t`` and ``$`` are read out;
+        - the dynamic program runs in float32 at least (float64 stays float64).
+        """
+        x, h, state0 = self.encoder(batch.src, batch.src_len)
+        member, has_tok, f = self._records(batch, x)
+        enc = SegEncoding(h=h, key=self.att(h), vproj=self.out_a(h), f=f, member=member, has_tok=has_tok,
+                          rec_mask=batch.rec_mask, src_ext=batch.src_ext, state0=state0, rec_idx=None, rec_valid=None)
+        d = self.decode_states(enc, batch.tgt_in)  # (B, T, H)
+        B, T, H = d.shape
+        S, V = f.size(1), self.cfg.vocab_size
+        alpha = self.attention(enc, d)  # (B, T, S, N)
+        flat = alpha.reshape(B, T * S, -1)
+        y = batch.tgt
+        ids = torch.stack([y.clamp(max=V - 1), torch.full_like(y, EOSEG_ID)], dim=2)  # (B, T, 2)
+        picked = _PickLogSoftmax.apply(flat, enc.vproj, self.out_d(d), ids)  # (B, T, S, 2)
+        # h-side products: [MLP_g's A-half, (f_j M) for every j] -> (B, N, 1 + S), mixed by alpha
+        w_d, w_a = self.gen.weight[0, :H], self.gen.weight[0, H:]
+        g_a = f @ self.trans_a.weight  # (B, S, H): f_j^T M
+        g_d = f @ self.trans_d.weight  # (B, S, H): f_j^T N
+        hx = torch.cat([(h @ w_a).unsqueeze(2), torch.bmm(h, g_a.transpose(1, 2))], dim=2)
+        ax = torch.bmm(flat, hx.to(flat.dtype)).view(B, T, S, S + 1)
+        logit_gen = ((d @ w_d).unsqueeze(2) + ax[..., 0] + self.gen.bias).masked_fill(~has_tok.unsqueeze(1), 50.0)
+        dscore = torch.bmm(d, g_d.transpose(1, 2))  # (B, T, S): f_j^T N d_t
+        # everything below is the dynamic program's input: float32 at least
+        ft = torch.promote_types(flat.dtype, torch.float32)
+        picked, logit_gen, ax, dscore, alpha = (t.to(ft) for t in (picked, logit_gen, ax, dscore, alpha))
+        in_vocab = y < V
+        log_pv_y = picked[..., 0].masked_fill(~in_vocab.unsqueeze(2), NEG)
+        match = (enc.src_ext.unsqueeze(1) == y.unsqueeze(2)).to(ft)  # (B, T, N)
+        copy_y = torch.einsum("btsn,btn->bts", alpha, match)
+        log_emit = mixture_logprob(log_pv_y, logit_gen, copy_y).masked_fill(~batch.rec_mask.unsqueeze(1), NEG)
+        log_eos = F.logsigmoid(logit_gen) + picked[..., 1]  # (B, T, S)
+        log_end = torch.cat([log_eos[:, 1:], log_eos.new_zeros(B, 1, S)], dim=1)
+        last = torch.arange(T, device=d.device).unsqueeze(0) == (batch.tgt_len - 1).unsqueeze(1)
+        log_end = log_end.masked_fill(last.unsqueeze(2), 0.0)
+        # eq. 3 after token t: f_j^T (M A_t^q + N d_{t+1}); initial: f_j^T N d_0
+        dnext = torch.cat([dscore[:, 1:], dscore.new_zeros(B, 1, S)], dim=1)
+        scores = ax[..., 1:] + dnext.unsqueeze(2)  # (B, T, S_q, S_j)
+        mask = ~batch.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool, device=d.device)
+        log_trans = torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
+        log_init = torch.log_softmax(dscore[:, 0].masked_fill(~batch.rec_mask, NEG), dim=1)
+        res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len)
+        return self._finish(batch, -res.log_z, res.expected_segments)
+
+    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """:meth:`objective` with the stats as Python numbers."""
+        return _host_stats(*self.objective(batch))
 
     # ----- single steps (decoding) ------------------------------------------------------------
     def step(self, y_prev: torch.Tensor, state):
@@ -420,7 +528,7 @@ class SegmentModel(nn.Module):
 
     def full_attention(self, enc: SegEncoding, pos: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         """Record-local weights ``pos, a (R,)`` of input 0 -> a row over all source tokens ``(N,)``."""
-        return torch.zeros(enc.h.size(1), dtype=a.dtype).index_add_(0, pos, a)
+        return torch.zeros(enc.h.size(1), dtype=a.dtype, device=a.device).index_add_(0, pos, a)
 
 
 @dataclass
@@ -455,7 +563,7 @@ class PGModel(nn.Module):
 
     def encode(self, batch: Batch) -> PGEncoding:
         _, h, state0 = self.encoder(batch.src, batch.src_len)
-        mask = torch.arange(batch.src.size(1)) < batch.src_len.unsqueeze(1)
+        mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
         return PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
 
     def step(self, enc: PGEncoding, y_prev: torch.Tensor, state):
@@ -499,7 +607,11 @@ class PGModel(nn.Module):
         return extended_scatter(p_vocab, logit_gen, alpha, src_ext, n_oov), alpha, state
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """Token-level negative log-likelihood (mean over target tokens)."""
+        """:meth:`objective` with the stats as Python numbers."""
+        return _host_stats(*self.objective(batch))
+
+    def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
         enc = self.encode(batch)
         state = self.start_state(enc)
         B, T = batch.tgt.shape
@@ -518,11 +630,11 @@ class PGModel(nn.Module):
         match = (enc.src_ext.unsqueeze(1) == y.unsqueeze(2)).to(alpha.dtype)  # (B, T, N)
         copy_y = (alpha * match).sum(2)
         logp = mixture_logprob(log_pv_y, logit_gen, copy_y)  # (B, T)
-        mask = torch.arange(T).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
+        mask = torch.arange(T, device=y.device).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
         nll = -(logp * mask).sum()
-        tokens = int(mask.sum())
-        stats = {"nll": nll.item(), "tokens": tokens, "exp_seg": math.nan, "K": batch.n_rec.float().mean().item(), "n": B}
-        return nll / max(tokens, 1), stats
+        tokens = batch.tgt_len.sum()
+        stats = {"nll": nll.detach(), "tokens": tokens, "exp_seg": torch.tensor(math.nan), "K": batch.n_rec.float().mean(), "n": B}
+        return nll / tokens.clamp(min=1), stats
 
 
 def build_model(cfg: ModelConfig) -> SegmentModel | PGModel:
