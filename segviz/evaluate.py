@@ -20,10 +20,10 @@ import logging
 import sys
 from pathlib import Path
 
-from .data_webnlg import read_webnlg
+from .data_webnlg import WebNLGError, read_webnlg
 from .faithfulness import check, totals
 from .metrics import corpus_scores
-from .records import Record, parse_e2e_mr, parse_webnlg_triples
+from .records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples
 
 __all__ = ["evaluate_outputs", "evaluate_e2e", "evaluate_webnlg", "read_e2e_refs", "read_e2e_hyps", "main"]
 
@@ -58,67 +58,115 @@ def _norm_mr(mr: str) -> str:
 
 def _read_text(path: str | Path) -> str:
     # utf-8-sig drops a BOM; newline="" lets csv handle CRLF and newlines inside quoted fields.
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        return f.read()
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise EvaluationError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    if "\x00" in text:
+        raise EvaluationError(f"{path}: a binary file, not text")
+    return text
+
+
+def _e2e_refs(path: str | Path) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """References per normalised MR, and the line where each MR first appears."""
+    reader = csv.reader(io.StringIO(_read_text(path)))
+    header = next(reader, None)
+    if not header or [c.strip().lower() for c in header[:2]] != ["mr", "ref"]:
+        raise EvaluationError(f"{path}: expected a CSV with header 'mr,ref'")
+    refs: dict[str, list[str]] = {}
+    lines: dict[str, int] = {}
+    start = reader.line_num + 1
+    for row in reader:
+        if len(row) < 2:
+            if any(c.strip() for c in row):
+                raise EvaluationError(f"{path}:{start}: expected 2 columns, got {len(row)}")
+        else:
+            lines.setdefault(_norm_mr(row[0]), start)
+            refs.setdefault(_norm_mr(row[0]), []).append(row[1])
+        start = reader.line_num + 1
+    return refs, lines
 
 
 def read_e2e_refs(path: str | Path) -> dict[str, list[str]]:
     """``{normalised MR: [references]}`` in file order from the official ``mr,ref`` CSV."""
-    rows = list(csv.reader(io.StringIO(_read_text(path))))
-    if not rows or [c.strip().lower() for c in rows[0][:2]] != ["mr", "ref"]:
-        raise EvaluationError(f"{path}: expected a CSV with header 'mr,ref'")
-    refs: dict[str, list[str]] = {}
-    for i, row in enumerate(rows[1:], start=2):
-        if len(row) < 2:
-            if any(c.strip() for c in row):
-                raise EvaluationError(f"{path}:{i}: expected 2 columns, got {len(row)}")
-            continue
-        refs.setdefault(_norm_mr(row[0]), []).append(row[1])
-    return refs
+    return _e2e_refs(path)[0]
+
+
+def _e2e_hyps(path: str | Path) -> list[tuple[str, str, int]]:
+    """``(normalised MR, output, line)`` per data row of a ``MR<TAB>output`` TSV."""
+    reader = csv.reader(io.StringIO(_read_text(path)), delimiter="\t")
+    rows, start = [], 1
+    for r in reader:
+        if any(c.strip() for c in r):
+            rows.append((r, start))
+        start = reader.line_num + 1
+    if rows and rows[0][0] and rows[0][0][0].strip().lower() in ("mr", "meaning representation"):
+        rows = rows[1:]
+    bad = [line for r, line in rows if len(r) != 2]
+    if bad:
+        raise EvaluationError(f"{path}: expected 2 tab-separated columns (MR, output) on lines {bad[:5]}")
+    return [(_norm_mr(r[0]), r[1].strip(), line) for r, line in rows]
 
 
 def read_e2e_hyps(path: str | Path) -> list[tuple[str, str]]:
     """``[(normalised MR, output)]`` from a ``MR<TAB>output`` TSV (header row optional)."""
-    rows = [r for r in csv.reader(io.StringIO(_read_text(path)), delimiter="\t") if any(c.strip() for c in r)]
-    if rows and rows[0] and rows[0][0].strip().lower() in ("mr", "meaning representation"):
-        rows = rows[1:]
-    bad = [i for i, r in enumerate(rows, start=1) if len(r) != 2]
-    if bad:
-        raise EvaluationError(f"{path}: expected 2 tab-separated columns (MR, output) on data rows {bad[:5]}")
-    return [(_norm_mr(mr), out.strip()) for mr, out in rows]
+    return [(mr, out) for mr, out, _ in _e2e_hyps(path)]
+
+
+def _hyp_problems(hyps: list[tuple[str, str, int]], refs: dict[str, list[str]], hyps_path) -> list[str]:
+    """Unknown MRs, MRs of the references without output, MRs with several outputs (each counted
+    once, with a line that repeats one)."""
+    first: dict[str, int] = {}
+    repeats: list[tuple[int, int]] = []  # (line, line of the first output for that MR)
+    for mr, _, line in hyps:
+        if mr in first:
+            repeats.append((line, first[mr]))
+        else:
+            first[mr] = line
+    problems = []
+    unknown = [(line, mr) for mr, line in first.items() if mr not in refs]
+    if unknown:
+        eg = "; ".join(f"line {line}: {mr}" for line, mr in unknown[:3])
+        problems.append(f"{len(unknown)} MR(s) in {hyps_path} not in the references, e.g. {eg}")
+    missing = [mr for mr in refs if mr not in first]
+    if missing:
+        problems.append(f"{len(missing)} MR(s) of the references have no output, e.g. {missing[:3]}")
+    several = {first_line for _, first_line in repeats}
+    if repeats:
+        line, first_line = repeats[0]
+        problems.append(
+            f"{len(several)} MR(s) in {hyps_path} have several outputs ({len(hyps)} output lines for {len(first)} "
+            f"distinct MRs), e.g. line {line} repeats the MR of line {first_line}"
+        )
+    return problems
 
 
 def evaluate_e2e(refs_path: str | Path, hyps_path: str | Path, meteor: bool = True) -> dict:
     """Score an E2E output TSV against the reference CSV (every MR of the CSV needs one output)."""
-    refs = read_e2e_refs(refs_path)
-    hyps = read_e2e_hyps(hyps_path)
-    hyp_by_mr: dict[str, str] = {}
-    dups = []
-    for mr, out in hyps:
-        if mr in hyp_by_mr:
-            dups.append(mr)
-        hyp_by_mr[mr] = out
-    unknown = [mr for mr in hyp_by_mr if mr not in refs]
-    missing = [mr for mr in refs if mr not in hyp_by_mr]
-    problems = []
-    if unknown:
-        problems.append(f"{len(unknown)} MR(s) in {hyps_path} not in the references, e.g. {unknown[:3]}")
-    if missing:
-        problems.append(f"{len(missing)} MR(s) of the references have no output, e.g. {missing[:3]}")
-    if dups:
-        problems.append(f"{len(dups)} MR(s) have several outputs, e.g. {dups[:3]}")
+    refs, ref_lines = _e2e_refs(refs_path)
+    hyps = _e2e_hyps(hyps_path)
+    hyp_by_mr = {mr: out for mr, out, _ in hyps}
+    problems = _hyp_problems(hyps, refs, hyps_path)
     if problems:
         raise EvaluationError("; ".join(problems))
     mrs = list(refs)
+    inputs = []
+    for m in mrs:
+        try:
+            inputs.append(parse_e2e_mr(m))
+        except RecordError as e:
+            raise EvaluationError(f"{refs_path}:{ref_lines[m]}: {e}") from None
     log.info("scoring %d E2E outputs", len(mrs))
-    return evaluate_outputs(
-        "e2e", [parse_e2e_mr(m) for m in mrs], [refs[m] for m in mrs], [hyp_by_mr[m] for m in mrs], meteor
-    )
+    return evaluate_outputs("e2e", inputs, [refs[m] for m in mrs], [hyp_by_mr[m] for m in mrs], meteor)
 
 
 def evaluate_webnlg(refs_path: str | Path, hyps_path: str | Path, meteor: bool = True) -> dict:
     """Score a WebNLG output file (one line per entry, document order) against the XML references."""
-    entries = read_webnlg(refs_path)
+    try:
+        entries = read_webnlg(refs_path)
+    except WebNLGError as e:
+        raise EvaluationError(str(e)) from None
     lines = _read_text(hyps_path).splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
@@ -126,10 +174,15 @@ def evaluate_webnlg(refs_path: str | Path, hyps_path: str | Path, meteor: bool =
         raise EvaluationError(
             f"{hyps_path} has {len(lines)} lines but {refs_path} has {len(entries)} entries"
         )
-    no_ref = [f"{e.category}/{e.eid}" for e in entries if not e.lexs]
+    no_ref = [e.where for e in entries if not e.lexs]
     if no_ref:
         raise EvaluationError(f"{len(no_ref)} entries have no <lex> reference, e.g. {no_ref[:3]}")
-    inputs = [parse_webnlg_triples(e.triples) for e in entries]
+    inputs = []
+    for e in entries:
+        try:
+            inputs.append(parse_webnlg_triples(e.triples))
+        except RecordError as err:
+            raise EvaluationError(f"{e.where}: {err}") from None
     return evaluate_outputs("webnlg", inputs, [e.lexs for e in entries], [ln.strip() for ln in lines], meteor)
 
 

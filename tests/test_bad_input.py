@@ -158,3 +158,36 @@ def test_generate_warns_once_per_input_with_a_count_and_checks(ckpts, tmp_path):
     checks = [ln for ln in proc.stderr.splitlines() if ln.startswith("check:")]
     assert [c.split(": ")[1] for c in checks] == [f"{tmp_path / 'in.csv'}:{n}" for n in (2, 3, 5)]
     assert "inputs with warnings: 2; flagged by the checker:" in proc.stdout
+
+
+# ----- evaluate ----------------------------------------------------------------------------------
+
+
+def test_evaluate_binary_hyps_exits_2(tmp_path):
+    (tmp_path / "refs.csv").write_text(f'mr,ref\n"{MRS[1][0]}",x\n', encoding="utf-8")
+    (tmp_path / "h.tsv").write_bytes(bytes(range(256)) * 4)
+    proc = cli("evaluate", "--dataset", "e2e", "--refs", tmp_path / "refs.csv", "--hyps", tmp_path / "h.tsv", "--no-meteor")
+    assert_clean_failure(proc, f"{tmp_path / 'h.tsv'}: not a UTF-8 text file (invalid start byte at byte 128)")
+
+
+def test_evaluate_counts_distinct_mrs_with_several_outputs(tmp_path):
+    from segviz.evaluate import EvaluationError, evaluate_e2e
+
+    mrs = [mr for mr, _ in MRS[:3]]
+    (tmp_path / "refs.csv").write_text("mr,ref\n" + "".join(f'"{mr}",x\n' for mr in mrs), encoding="utf-8")
+    lines = [f"{mrs[i % 3]}\tout {i}" for i in range(30)]  # 30 rows, 3 distinct MRs
+    (tmp_path / "h.tsv").write_text("MR\toutput\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(EvaluationError) as e:
+        evaluate_e2e(tmp_path / "refs.csv", tmp_path / "h.tsv", meteor=False)
+    assert str(e.value) == (f"3 MR(s) in {tmp_path / 'h.tsv'} have several outputs (30 output lines for 3 distinct MRs), "
+                            "e.g. line 5 repeats the MR of line 2")  # fmt: skip
+
+
+def test_evaluate_webnlg_malformed_refs_and_triples_exit_2(tmp_path):
+    (tmp_path / "bad.xml").write_text("<benchmark><entries>", encoding="utf-8")
+    (tmp_path / "h.txt").write_text("x\ny\n", encoding="utf-8")
+    proc = cli("evaluate", "--dataset", "webnlg", "--refs", tmp_path / "bad.xml", "--hyps", tmp_path / "h.txt", "--no-meteor")
+    assert_clean_failure(proc, f"{tmp_path / 'bad.xml'}: not a well-formed WebNLG XML file")
+    (tmp_path / "t.xml").write_text(WEBNLG_XML.format(triple="a | b"), encoding="utf-8")
+    proc = cli("evaluate", "--dataset", "webnlg", "--refs", tmp_path / "t.xml", "--hyps", tmp_path / "h.txt", "--no-meteor")
+    assert_clean_failure(proc, f"{tmp_path / 't.xml'}, line 6 (entry Id2): triple must have 3 parts")
