@@ -1,0 +1,436 @@
+"""Stress suites: forced plans, unseen values and long inputs, on both halves of dev.
+
+    python -m segviz.stress --checkpoint checkpoints/e2e-seg --pg checkpoints/e2e-pg \\
+        [--json runs/stress-e2e.json] [--limit N] [--beam 5] [--seed 0] [--suites forced unseen long]
+
+The paper promises that every segment realises its own record, so a user can reorder the plan
+and still get a faithful text, and that +RM adds missing records without hurting fluency. The
+dev scores cannot see where this fails; these suites can (docs/design.md, "Stress suites"):
+
+- **forced plans**: every dev input with K >= 4, decoded with 3 seeded random record orders and
+  the reversed order forced (``--plan``). Under a forced plan the plan alone decides which record
+  comes next and when the text may end, so ours / +R / +RM give the same text; the table shows
+  the systems' own plans (ours, +R, +RM, PG) on the same inputs beside the forced rows.
+- **unseen values**: E2E ``name`` / ``near`` replaced by invented ones, WebNLG named subjects and
+  objects replaced by invented ones (:mod:`segviz.invented`); the share of outputs stating each
+  value verbatim, and the SER beside the SER of the same inputs with their real values.
+- **long inputs**: BLEU and SER per record count K for every system, and what +RM costs.
+
+Every figure is given for the two halves of dev split by a stable hash of the input
+(:func:`half_of`): choices are made on the ``tune`` half, the ``report`` half is what we report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import random
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from segviz import checkpoint as ckpt
+from segviz import faithfulness, invented
+from segviz.data import default_data_dir
+from segviz.data_webnlg import read_webnlg
+from segviz.decode import CONSTRAINT_LABELS, GenerationResult, generate_pg, generate_seg
+from segviz.evaluate import read_e2e_refs
+from segviz.metrics import bleu
+from segviz.model import SegmentModel
+from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
+
+log = logging.getLogger(__name__)
+
+HALVES = ("tune", "report")
+SUITES = ("forced", "unseen", "long")
+FORCED_MIN_K = 4
+N_RANDOM_PLANS = 3
+LABELS = {
+    **CONSTRAINT_LABELS,
+    "pg": "PG",
+    "random": "ours, forced random plan",
+    "reversed": "ours, forced reversed plan",
+}
+_FAITH_KEYS = ("wrong", "repeated", "missing", "hallucinated", "total_records")
+
+
+def half_of(records: list[Record]) -> str:
+    """``tune`` or ``report``: a stable hash of the input's records (order-free)."""
+    key = "\n".join(sorted(r.label for r in records))
+    return HALVES[hashlib.sha1(key.encode("utf-8")).digest()[0] % 2]
+
+
+@dataclass
+class DevItem:
+    """One distinct dev input with its references."""
+
+    key: str
+    records: list[Record]
+    refs: list[str]
+
+    @property
+    def half(self) -> str:
+        return half_of(self.records)
+
+
+def dev_items(dataset: str, data_dir: Path) -> list[DevItem]:
+    """Every distinct dev input of ``dataset`` in file order."""
+    if dataset == "e2e":
+        refs = read_e2e_refs(data_dir / "e2e" / "dev.csv")
+        return [DevItem(mr, parse_e2e_mr(mr), r) for mr, r in refs.items()]
+    entries = read_webnlg(data_dir / "webnlg" / "dev")
+    return [
+        DevItem(f"{e.category}/{e.size}/{e.eid}", parse_webnlg_triples(e.triples), e.lexs) for e in entries
+    ]
+
+
+@dataclass
+class Systems:
+    """The segment model, the optional PG baseline and the search settings shared by all suites."""
+
+    seg: ckpt.Checkpoint
+    pg: ckpt.Checkpoint | None
+    beam: int = 5
+
+    @property
+    def names(self) -> list[str]:
+        return ["none", "r", "rm"] + (["pg"] if self.pg else [])
+
+    def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
+        if system == "pg":
+            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam)
+        level = "rm" if plan else system
+        return generate_seg(self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan)
+
+
+def score(dataset: str, records: list[Record], result: GenerationResult, system: str) -> dict:
+    """What the suites count of one output: checker totals and, for the segment model, the
+    per-segment verdict totals (:func:`segviz.faithfulness.segment_verdicts`)."""
+    faith = faithfulness.check(dataset, records, result.text)
+    counts = {k: v for k, v in faithfulness.totals([faith]).items() if k in _FAITH_KEYS}
+    seg = None
+    if system != "pg":
+        seg = faithfulness.segment_totals(
+            faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
+        )
+    return {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used}
+
+
+def run_long(dataset: str, systems: Systems, items: list[DevItem], tick: Callable[[], None]) -> list[dict]:
+    """Every input decoded by every system (the dev outputs; per-K tables and the references
+    for the other suites)."""
+    rows = []
+    for i, it in enumerate(items):
+        for s in systems.names:
+            rows.append(
+                {"item": i, "system": s, **score(dataset, it.records, systems.decode(it.records, s), s)}
+            )
+        tick()
+    return rows
+
+
+def plans_for(records: list[Record], seed: int) -> list[tuple[str, list[int]]]:
+    """``N_RANDOM_PLANS`` seeded random record orders and the reversed order."""
+    K = len(records)
+    rng = random.Random(f"{seed}:{half_of(records)}:" + "|".join(r.label for r in records))
+    plans = [("random", rng.sample(range(1, K + 1), K)) for _ in range(N_RANDOM_PLANS)]
+    return plans + [("reversed", list(range(K, 0, -1)))]
+
+
+def run_forced(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Inputs with K >= FORCED_MIN_K decoded under each plan of :func:`plans_for`."""
+    rows = []
+    for i, it in enumerate(items):
+        if len(it.records) >= FORCED_MIN_K:
+            for kind, plan in plans_for(it.records, seed):
+                r = systems.decode(it.records, kind, plan)
+                rows.append({"item": i, "system": kind, "plan": plan, **score(dataset, it.records, r, kind)})
+        tick()
+    return rows
+
+
+def run_unseen(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Every input with invented values, decoded by every system; which values are verbatim."""
+    sub = invented.substitute_e2e if dataset == "e2e" else invented.substitute_webnlg
+    rows = []
+    for i, it in enumerate(items):
+        records = sub(it.records, seed)
+        values = invented.invented_values(it.records, records)
+        for s in systems.names:
+            out = score(dataset, records, systems.decode(records, s), s)
+            verbatim = [[kind, v, invented.states_verbatim(v, out["text"])] for kind, v in values]
+            rows.append(
+                {"item": i, "system": s, "records": [r.label for r in records], "verbatim": verbatim, **out}
+            )
+        tick()
+    return rows
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+
+def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
+    """Pooled counts of ``rows``: SER, checker counts, faithful segment share, BLEU (with ``items``)."""
+    faith = {k: sum(r["faith"][k] for r in rows) for k in _FAITH_KEYS}
+    errors = sum(faith[k] for k in _FAITH_KEYS[:-1])
+    seg_rows = [r["seg"] for r in rows if r["seg"]]
+    rec = sum(s["record_segments"] for s in seg_rows)
+    out = {
+        "outputs": len(rows),
+        **faith,
+        "ser": errors / faith["total_records"] if faith["total_records"] else 0.0,
+        "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
+        "fallbacks": sum(r["fallback"] for r in rows),
+    }
+    if items is not None and rows:
+        out["bleu"] = bleu([r["text"] for r in rows], [items[r["item"]].refs for r in rows])
+    verbatim = [v for r in rows for v in r.get("verbatim") or []]
+    for kind in dict.fromkeys(k for k, _, _ in verbatim):
+        stated = [ok for k, _, ok in verbatim if k == kind]
+        out[f"verbatim_{kind}"] = sum(stated) / len(stated)
+    if verbatim:
+        out["verbatim_all"] = sum(all(ok for _, _, ok in r["verbatim"]) for r in rows) / len(rows)
+    return out
+
+
+def _select(
+    rows: list[dict], items: list[DevItem], half: str, system: str, keep=lambda it: True
+) -> list[dict]:
+    return [
+        r for r in rows if r["system"] == system and items[r["item"]].half == half and keep(items[r["item"]])
+    ]
+
+
+def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: list[str]) -> dict:
+    """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long)."""
+    long, out = results.get("long", []), {}
+    big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
+    for half in HALVES:
+        if "forced" in results:
+            own = {s: aggregate(_select(long, items, half, s, big)) for s in systems}
+            forced = {
+                s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
+            }
+            out.setdefault("forced", {})[half] = {**own, **forced}
+        if "unseen" in results:
+            sel = {s: _select(results["unseen"], items, half, s) for s in systems}
+            real_items = {s: {r["item"] for r in sel[s]} for s in systems}
+            out.setdefault("unseen", {})[half] = {
+                s: {
+                    **aggregate(sel[s]),
+                    "ser_real": aggregate(
+                        [r for r in _select(long, items, half, s) if r["item"] in real_items[s]]
+                    )["ser"],
+                }
+                for s in systems
+            }
+        if long:
+            Ks = sorted({len(items[r["item"]].records) for r in long})
+            out.setdefault("long", {})[half] = {
+                str(K): {
+                    s: aggregate(_select(long, items, half, s, lambda it, K=K: len(it.records) == K), items)
+                    for s in systems
+                }
+                for K in Ks
+            }
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _table(head: list[str], rows: Iterable[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def forced_table(by_system: dict[str, dict]) -> str:
+    head = ["system (K >= 4)", "outputs", "SER", "wrong", "added", "missing", "repeated", "faithful segments"]
+    return _table(
+        head,
+        (
+            [
+                LABELS[s],
+                str(a["outputs"]),
+                _pct(a["ser"]),
+                str(a["wrong"]),
+                str(a["hallucinated"]),
+                str(a["missing"]),
+                str(a["repeated"]),
+                _pct(a["faithful_share"]),
+            ]
+            for s, a in by_system.items()
+        ),
+    )
+
+
+def unseen_table(by_system: dict[str, dict]) -> str:
+    kinds = [k for k in next(iter(by_system.values()), {}) if k.startswith("verbatim_")]
+    head = [
+        "system",
+        "outputs",
+        *(k.replace("verbatim_", "") + " verbatim" for k in kinds),
+        "SER (invented)",
+        "SER (real values)",
+        "ratio",
+        "faithful segments",
+    ]
+
+    def row(s: str, a: dict) -> list[str]:
+        ratio = a["ser"] / a["ser_real"] if a["ser_real"] else None
+        return [
+            LABELS[s],
+            str(a["outputs"]),
+            *(_pct(a[k]) for k in kinds),
+            _pct(a["ser"]),
+            _pct(a["ser_real"]),
+            "n/a" if ratio is None else f"{ratio:.2f}x",
+            _pct(a["faithful_share"]),
+        ]
+
+    return _table(head, (row(s, a) for s, a in by_system.items()))
+
+
+def long_table(by_k: dict[str, dict[str, dict]]) -> str:
+    systems = list(next(iter(by_k.values()), {}))
+    head = [
+        "K",
+        "inputs",
+        *(f"BLEU {LABELS[s]}" for s in systems),
+        "+RM cost (BLEU)",
+        *(f"SER {LABELS[s]}" for s in systems),
+    ]
+
+    def row(K: str, a: dict[str, dict]) -> list[str]:
+        cost = (a["none"]["bleu"] - a["rm"]["bleu"]) * 100 if a["none"]["outputs"] else None
+        return [
+            K,
+            str(a["none"]["outputs"]),
+            *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
+            "n/a" if cost is None else f"{cost:+.1f}",
+            *(_pct(a[s]["ser"]) for s in systems),
+        ]
+
+    return _table(head, (row(K, a) for K, a in by_k.items()))
+
+
+def render(summary: dict) -> str:
+    """Markdown tables of :func:`summarise`, one per suite and half."""
+    titles = {
+        "forced": ("Forced plans", forced_table),
+        "unseen": ("Unseen values", unseen_table),
+        "long": ("Long inputs", long_table),
+    }
+    parts = []
+    for suite in ("forced", "unseen", "long"):
+        for half, data in summary.get(suite, {}).items():
+            title, fmt = titles[suite]
+            parts.append(f"**{title}, {half} half**\n\n{fmt(data)}")
+    return "\n\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def run(
+    systems: Systems, items: list[DevItem], suites: list[str], seed: int, progress=None
+) -> dict[str, list[dict]]:
+    """Rows of every suite in ``suites`` (``long`` always: the other suites compare with it)."""
+    dataset, results = systems.seg.dataset, {}
+    tick = progress or (lambda: None)
+    results["long"] = run_long(dataset, systems, items, tick)
+    if "forced" in suites:
+        results["forced"] = run_forced(dataset, systems, items, seed, tick)
+    if "unseen" in suites:
+        results["unseen"] = run_unseen(dataset, systems, items, seed, tick)
+    return results
+
+
+def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int) -> Systems:
+    """The checkpoints, checked to be a segment model and (optionally) a PG of the same dataset."""
+    seg = ckpt.load(seg_dir)
+    if not isinstance(seg.model, SegmentModel):
+        raise ckpt.CheckpointError(f"{seg_dir}: --checkpoint must be a segment model, got a PG checkpoint")
+    pg = ckpt.load(pg_dir) if pg_dir else None
+    if pg is not None and (isinstance(pg.model, SegmentModel) or pg.dataset != seg.dataset):
+        raise ckpt.CheckpointError(f"{pg_dir}: --pg must be a PG checkpoint of dataset {seg.dataset!r}")
+    return Systems(seg, pg, beam)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m segviz.stress",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--checkpoint", type=Path, required=True, help="segment-model checkpoint")
+    p.add_argument("--pg", type=Path, default=None, help="PG checkpoint of the same dataset (optional)")
+    p.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random plans and invented values")
+    p.add_argument("--limit", type=int, default=0, help="only the first N dev inputs")
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--json", type=Path, default=None, help="write the summary and every output here")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    torch.set_num_threads(args.threads)
+    try:
+        systems = load_systems(args.checkpoint, args.pg, args.beam)
+        items = dev_items(systems.seg.dataset, args.data_dir or default_data_dir())
+    except (ckpt.CheckpointError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    items = items[: args.limit] if args.limit else items
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    with tqdm(
+        total=len(items) * (1 + len(set(args.suites) - {"long"})), unit="input", file=sys.stderr
+    ) as bar:
+        results = run(systems, items, args.suites, args.seed, progress=lambda: bar.update(1))
+    summary = summarise(results, items, systems.names)
+    seconds = time.perf_counter() - t0
+    print(render(summary))
+    print(
+        f"\n{len(items)} dev inputs ({sum(it.half == 'tune' for it in items)} tune / "
+        f"{sum(it.half == 'report' for it in items)} report), beam {args.beam}, {seconds:.0f} s"
+    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "checkpoint": str(args.checkpoint),
+            "pg": str(args.pg) if args.pg else None,
+            "beam": args.beam,
+            "seed": args.seed,
+            "inputs": len(items),
+            "seconds": seconds,
+        }
+        items_json = [{"key": it.key, "half": it.half, "K": len(it.records)} for it in items]
+        args.json.write_text(
+            json.dumps(
+                {**meta, "summary": summary, "items": items_json, "rows": results},
+                ensure_ascii=False,
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
