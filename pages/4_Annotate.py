@@ -3,8 +3,10 @@
 Annotators judge one blinded output at a time: fluency 1–5, and per input record whether the
 text states it wrongly, repeats it or misses it (pre-ticked by the automatic checker; the
 annotator confirms or corrects), plus wrong facts outside all records, a comment and an optional
-alignment correction. Every change is saved at once; the position and answers come from the
-store, so an annotator resumes where they left off from any browser
+alignment correction. Every change is saved at once, at the finest grain (one box, the fluency,
+the comment ...), so two tabs of one annotator never overwrite each other; a tab that shows
+answers older than the store's is told so and shows the saved ones. The position and answers
+come from the store, so an annotator resumes where they left off from any browser
 (``/Annotate?annotator=NAME&campaign=NAME``). Thin page: the logic is in
 :mod:`segviz.annotate.service`.
 """
@@ -24,6 +26,7 @@ from segviz.annotate import (
     Store,
     agreement,
     default_url,
+    display_url,
     export_csv,
     export_jsonl,
     import_file,
@@ -55,21 +58,48 @@ def system_label(name: str) -> str:
 # Saving: every widget saves its own field the moment it changes
 
 
+def _seen_key(item: dict) -> str:
+    return f"ann_seen_{item['item_id']}"
+
+
+def _show_saved(item: dict, notice: str) -> None:
+    """Replace this tab's (stale) widget values for the item by the saved ones, and say why."""
+    st.session_state.update(sv.widget_values(item))
+    st.session_state.pop(f"ann_align_{item['item_id']}", None)  # the table is rebuilt from the store
+    st.session_state["ann_notice"] = notice
+
+
+def _initial(key: str, value, blank=None):
+    """A widget's initial value, unless session state already holds its value (then ``blank``)."""
+    return blank if key in st.session_state else value
+
+
+def _sync(item: dict) -> None:
+    """Remember the version shown; if another tab or window saved since, show the saved answers."""
+    current = sv.version_of(item)
+    if st.session_state.get(_seen_key(item), current) != current:
+        _show_saved(item, sv.CHANGED_ELSEWHERE)
+    st.session_state[_seen_key(item)] = current
+
+
 def _save(store: Store, item: dict, annotator: str, **fields) -> None:
     try:
-        sv.save_change(store, item, annotator, **fields)
+        saved = sv.save_change(store, item, annotator, seen_version=st.session_state.get(_seen_key(item)), **fields)
     except AnnotationError as exc:  # includes StoreBusyError: nothing was written
         st.session_state["ann_error"] = str(exc)
+        return
+    st.session_state[_seen_key(item)] = saved["version"]
+    if saved["conflict"]:
+        _show_saved(dict(item, annotation=saved), sv.SAVED_OVER_STALE)
 
 
 def _on_fluency(store: Store, item: dict, annotator: str) -> None:
     _save(store, item, annotator, fluency=st.session_state[f"ann_flu_{item['item_id']}"])
 
 
-def _on_flags(store: Store, item: dict, annotator: str) -> None:
-    iid = item["item_id"]
-    flags = {k: {f: bool(st.session_state.get(f"ann_flag_{iid}_{k}_{f}")) for f in FLAG_NAMES} for k in range(item["K"])}
-    _save(store, item, annotator, flags=flags)
+def _on_flag(store: Store, item: dict, annotator: str, k: int, f: str) -> None:
+    """One box: only this record's flag changes in the store."""
+    _save(store, item, annotator, flag=(k, f, bool(st.session_state[f"ann_flag_{item['item_id']}_{k}_{f}"])))
 
 
 def _on_extra(store: Store, item: dict, annotator: str) -> None:
@@ -141,6 +171,8 @@ def pick_campaign(store: Store) -> dict | None:
 
 def create_section(store: Store, dataset: str, expanded: bool) -> None:
     with st.expander("Create or import a campaign", expanded=expanded):
+        st.caption("All campaigns and answers are stored in this database (`SEGVIZ_ANNOTATE_DB` sets another):")
+        st.code(display_url(store.url), language=None)
         specs = {s.name: s for s in sv.available_systems(dataset)}
         st.caption(f"Systems come from `{sv.default_checkpoints_dir()}` ({dataset} checkpoints; "
                    "`SEGVIZ_CHECKPOINTS` overrides). Inputs are sampled first (the paper: 20 per record "
@@ -181,15 +213,15 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
 
 
 def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
-    iid, a = item["item_id"], item["annotation"]
+    iid = item["item_id"]
     args = (store, item, annotator)
-    fluency = None if a is None or a["fluency"] is None else a["fluency"] - 1
-    st.radio("Fluency", [1, 2, 3, 4, 5], index=fluency, horizontal=True, key=f"ann_flu_{iid}",
-             help=FLUENCY_HELP, on_change=_on_fluency, args=args)
+    saved = sv.widget_values(item)  # initial values; session state wins once a widget has one
+    fluency = _initial(f"ann_flu_{iid}", saved[f"ann_flu_{iid}"])
+    st.radio("Fluency", [1, 2, 3, 4, 5], index=None if fluency is None else fluency - 1, horizontal=True,
+             key=f"ann_flu_{iid}", help=FLUENCY_HELP, on_change=_on_fluency, args=args)
     st.markdown("**Facts per input record**")
     if item["prefill"] is not None:
         st.caption("Ticks start from the automatic checker: confirm or correct them.")
-    shown = sv.shown_flags(item)
     head = st.columns([3, 1, 1, 1])
     for col, text in zip(head, ["record", *FLAG_NAMES], strict=True):
         col.caption(text)
@@ -197,13 +229,14 @@ def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
         row = st.columns([3, 1, 1, 1])
         row[0].text(f"{k + 1}. {label}")
         for col, f in zip(row[1:], FLAG_NAMES, strict=True):
-            col.checkbox(f, value=shown[k][f], key=f"ann_flag_{iid}_{k}_{f}", label_visibility="collapsed",
-                         help=FLAG_HELP[f], on_change=_on_flags, args=args)
+            key = f"ann_flag_{iid}_{k}_{f}"
+            col.checkbox(f, value=_initial(key, saved[key], False), key=key, label_visibility="collapsed",
+                         help=FLAG_HELP[f], on_change=_on_flag, args=(*args, k, f))
     st.number_input("Wrong facts not about any input record (e.g. an invented price)", min_value=0, step=1,
-                    value=0 if a is None else a["extra_wrong"], key=f"ann_extra_{iid}", on_change=_on_extra,
-                    args=args)
-    st.text_area("Comment (optional)", value="" if a is None else a["comment"], key=f"ann_comment_{iid}",
-                 on_change=_on_comment, args=args)
+                    value=_initial(f"ann_extra_{iid}", saved[f"ann_extra_{iid}"], "min"), key=f"ann_extra_{iid}",
+                    on_change=_on_extra, args=args)
+    st.text_area("Comment (optional)", value=_initial(f"ann_comment_{iid}", saved[f"ann_comment_{iid}"], ""),
+                 key=f"ann_comment_{iid}", on_change=_on_comment, args=args)
     rows = sv.alignment_rows(item)
     if rows:
         with st.expander("Correct the alignment (optional)"):
@@ -223,6 +256,10 @@ def annotate_section(store: Store, campaign: dict, annotator: str) -> None:
         st.info("This campaign has no items.")
         return
     st.session_state[pos_key] = view.position
+    _sync(view.item)
+    notice = st.session_state.pop("ann_notice", None)
+    if notice:
+        st.warning(notice)
     st.progress(view.done / view.total,
                 text=f"{view.done} of {view.total} done · item {view.position + 1} of {view.total}")
     if view.finished:

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from segviz.annotate import Input, Output, Store, create_campaign
+from segviz.annotate.service import CHANGED_ELSEWHERE, SAVED_OVER_STALE
 from segviz.records import Record, format_e2e_mr, tokenize
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Annotate.py")
@@ -171,3 +172,52 @@ def test_create_campaign_from_checkpoints(store: Store, tmp_path: Path, monkeypa
     at.text_input(key="ann_new_name").set_value("mine").run()
     at.button(key="ann_create").click().run()
     assert any("already exists" in e.value for e in at.error)
+
+
+def ticked(a: dict) -> set[tuple[int, str]]:
+    return {(int(k), f) for k, fs in a["flags"].items() for f, v in fs.items() if v}
+
+
+def test_same_annotator_in_two_tabs_loses_nothing(campaign: Store) -> None:
+    """The issue's lost update: tab B (stale) ticks record 2; tab A's tick on record 1 survives,
+    B is told and shows the saved state; A is told on its next rerun."""
+    tab_a, tab_b = app(), app()  # both open the first item; nothing saved yet
+    item = shown_item(tab_a)
+    assert shown_item(tab_b) == item
+    box = "ann_flag_{}_{}_{}".format
+    tab_a.checkbox(key=box(item, 0, "wrong")).check().run()
+    tab_b.checkbox(key=box(item, 1, "repeated")).check().run()
+    saved = campaign.annotation(item, "alice")
+    prefill = {(2, "missing")}  # pre-ticked by the checker, confirmed by both tabs
+    assert ticked(saved) == {(0, "wrong"), (1, "repeated")} | prefill and saved["version"] == 2
+    assert [w.value for w in tab_b.warning] == [SAVED_OVER_STALE]
+    assert tab_b.checkbox(key=box(item, 0, "wrong")).value is True  # B now shows A's tick
+    assert not tab_a.warning
+    tab_a.run()  # any rerun of the stale tab A
+    assert [w.value for w in tab_a.warning] == [CHANGED_ELSEWHERE]
+    assert tab_a.checkbox(key=box(item, 1, "repeated")).value is True
+    tab_a.radio(key=f"ann_flu_{item}").set_value(3).run()  # A is up to date again: no message
+    assert not tab_a.warning and not tab_a.exception and not tab_b.exception
+    saved = campaign.annotation(item, "alice")
+    assert (saved["fluency"], saved["version"]) == (3, 3)
+    assert ticked(saved) == {(0, "wrong"), (1, "repeated")} | prefill
+
+
+def test_default_database_is_outside_the_repository(tmp_path: Path, monkeypatch) -> None:
+    """Without $SEGVIZ_ANNOTATE_DB the page stores into the per-user data folder, not the checkout."""
+    root = Path(PAGE).parent.parent
+    monkeypatch.delenv("SEGVIZ_ANNOTATE_DB", raising=False)
+    monkeypatch.delenv("SEGVIZ_DATA_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "no-checkpoints"))
+    monkeypatch.chdir(root)
+    def databases() -> list[Path]:  # (other files may appear: the tree is shared while tests run)
+        return sorted([*root.glob("*.sqlite*"), *root.glob("data/*.sqlite*")])
+
+    before = databases()
+    at = app()
+    assert not at.exception
+    expected = tmp_path / "xdg" / "segviz" / "annotations.sqlite"
+    assert expected.is_file()
+    assert f"sqlite:///{expected.as_posix()}" in [c.value for c in at.code]  # the page says where
+    assert databases() == before

@@ -282,3 +282,23 @@ def test_alignment_correction(hand: Store) -> None:
         sv.apply_alignment_edits(item, {0: {"record": "food[Thai]"}})
     with pytest.raises(AnnotationError, match="no alignment"):
         sv.apply_alignment_edits(dict(item, segments=None, annotation=None), {})
+
+
+def test_save_one_box_and_stale_view(hand: Store) -> None:
+    """A box click changes that box only; a view older than the store is reported and can be refreshed."""
+    stale = sv.annotator_view(hand, "h", "alice").item  # seen before anything was saved
+    assert sv.version_of(stale) == 0
+    first = sv.save_change(hand, stale, "alice", flag=(0, "wrong", True), seen_version=0)
+    prefill = stale["prefill"]
+    assert first["conflict"] is False and first["prefilled"] == prefill  # the pre-fill as shown
+    assert first["flags"] == {"0": {"wrong": True, "repeated": False, "missing": False}, **prefill}
+    other = sv.save_change(hand, stale, "alice", flag=(2, "missing", False), seen_version=0)  # another tab
+    assert other["conflict"] is True and other["flags"] == {"0": {"wrong": True, "repeated": False, "missing": False}}
+    fresh = sv.annotator_view(hand, "h", "alice", 0).item
+    assert sv.version_of(fresh) == other["version"] == 2
+    values = sv.widget_values(fresh)
+    iid = fresh["item_id"]
+    ticked = {key for key, v in values.items() if key.startswith("ann_flag_") and v}
+    assert ticked == {f"ann_flag_{iid}_0_wrong"}
+    assert (values[f"ann_flu_{iid}"], values[f"ann_extra_{iid}"], values[f"ann_comment_{iid}"]) == (None, 0, "")
+    assert len(values) == 3 + 3 * fresh["K"]

@@ -1,15 +1,26 @@
-"""Annotation store: concurrency, restart, validation, last-write-wins, lock retries."""
+"""Annotation store: concurrency, restart, validation, two tabs, lock retries.
+
+Tests taking ``db_url`` run on SQLite and on PostgreSQL (see ``annotate_backends``); the
+lock-retry tests are about SQLite's file lock and run on SQLite only."""
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
 
+import annotate_backends
 import pytest
 
-from segviz.annotate import AnnotationError, Store, StoreBusyError, default_url
+from segviz.annotate import AnnotationError, Store, StoreBusyError, default_url, display_url, user_data_dir
+from segviz.annotate.store import FLAG_NAMES
+
+# fixtures: every test taking db_url runs on SQLite and on PostgreSQL
+db_url = annotate_backends.db_url
+postgres_url = annotate_backends.postgres_url
+postgres_admin = annotate_backends.postgres_admin
 
 
 def _items(n: int, K: int = 3) -> list[dict]:
@@ -19,7 +30,7 @@ def _items(n: int, K: int = 3) -> list[dict]:
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'ann.sqlite'}"
 
 
@@ -30,19 +41,41 @@ def store(db_url: str):
     s.dispose()
 
 
-def test_wal_mode_and_default_url(store: Store, db_url: str, monkeypatch, tmp_path: Path) -> None:
-    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+def test_wal_mode_and_default_url(sqlite_url: str, monkeypatch, tmp_path: Path) -> None:
+    Store(sqlite_url).dispose()
+    con = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
     monkeypatch.delenv("SEGVIZ_ANNOTATE_DB", raising=False)
     monkeypatch.delenv("SEGVIZ_DATA_HOME", raising=False)
-    assert default_url() == "sqlite:///data/annotations.sqlite"
+    assert default_url() == f"sqlite:///{(user_data_dir() / 'annotations.sqlite').as_posix()}"
     monkeypatch.setenv("SEGVIZ_DATA_HOME", str(tmp_path / "home"))
     assert default_url() == f"sqlite:///{(tmp_path / 'home' / 'annotations.sqlite').as_posix()}"
     monkeypatch.setenv("SEGVIZ_ANNOTATE_DB", "sqlite:///:memory:")
     assert default_url() == "sqlite:///:memory:"
     with Store() as s:  # from the environment; in memory
         assert s.campaigns() == []
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="XDG data folder: Linux and other Unix")
+def test_default_database_is_per_user_not_in_the_checkout(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SEGVIZ_ANNOTATE_DB", raising=False)
+    monkeypatch.delenv("SEGVIZ_DATA_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_url() == f"sqlite:///{(tmp_path / 'xdg' / 'segviz' / 'annotations.sqlite').as_posix()}"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")  # the XDG spec: a relative path is ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_data_dir() == tmp_path / "home" / ".local" / "share" / "segviz"
+    monkeypatch.chdir(tmp_path)
+    with Store() as s:
+        s.add_campaign("c", "e2e", "dev", {}, _items(1))
+    assert (user_data_dir() / "annotations.sqlite").is_file()
+    assert not (tmp_path / "data").exists() and not (tmp_path / "relative").exists()
+
+
+def test_display_url_hides_the_password() -> None:
+    assert display_url("postgresql+psycopg://ann:s3cret@db:5432/segviz") == "postgresql+psycopg://ann:***@db:5432/segviz"
+    assert display_url("sqlite:////srv/a.sqlite") == "sqlite:////srv/a.sqlite"
 
 
 def test_concurrent_annotators(db_url: str) -> None:
@@ -144,8 +177,8 @@ def test_good_annotator_id_and_unknown_item(store: Store) -> None:
         store.items("nope")
 
 
-def test_same_annotator_in_two_tabs(db_url: str) -> None:
-    """Two Store objects (two tabs) write the same (item, annotator) alternately: last write wins."""
+def test_same_field_in_two_tabs_last_click_wins(db_url: str) -> None:
+    """Two Store objects (two tabs) write the same field alternately: the latest click is kept."""
     tab1, tab2 = Store(db_url), Store(db_url)
     tab1.add_campaign("c", "e2e", "dev", {}, _items(1))
     item_id = tab1.items("c")[0]["id"]
@@ -154,9 +187,108 @@ def test_same_annotator_in_two_tabs(db_url: str) -> None:
         tab.save_annotation(item_id, "ann", fluency=1 + i % 5, comment=f"write {i}")
     anns = tab1.annotations("c")
     assert len(anns) == 1
-    assert anns[0]["comment"] == "write 9" and anns[0]["fluency"] == 1 + 9 % 5
+    assert anns[0]["comment"] == "write 9" and anns[0]["fluency"] == 1 + 9 % 5 and anns[0]["version"] == 10
     tab1.dispose()
     tab2.dispose()
+
+
+# One annotator, one item, two tabs that each save what they click, knowing only the version they
+# last saw. (tab, field, value): flags are (record, flag).
+CLICKS = [("A", "flag", (0, "wrong")), ("B", "flag", (1, "repeated")), ("A", "fluency", 4),
+          ("B", "comment", "odd word order"), ("B", "flag", (2, "missing")), ("A", "flag", (1, "wrong")),
+          ("A", "extra_wrong", 2), ("B", "flag", (0, "missing")), ("A", "comment", "odd word order; fine")]
+
+
+def _click(store: Store, item_id: int, field: str, value, seen: int) -> dict:
+    if field == "flag":
+        return store.set_flag(item_id, "ann", *value, True, seen_version=seen)
+    return store.save_annotation(item_id, "ann", seen_version=seen, **{field: value})
+
+
+def test_two_tabs_interleaving_lose_nothing(db_url: str) -> None:
+    """The issue's lost update: tab B's tick must not replace tab A's; a stale tab is told."""
+    tabs = {"A": Store(db_url), "B": Store(db_url)}
+    tabs["A"].add_campaign("c", "e2e", "dev", {}, _items(1))
+    item_id = tabs["A"].items("c")[0]["id"]
+    seen = {"A": 0, "B": 0}  # both tabs opened the item before anything was saved
+    conflicts = []
+    for tab, field, value in CLICKS:
+        saved = _click(tabs[tab], item_id, field, value, seen[tab])
+        conflicts.append(saved["conflict"])
+        seen[tab] = saved["version"]
+    # a save conflicts exactly when the other tab saved since this tab last saw the item
+    assert conflicts == [i > 0 and CLICKS[i - 1][0] != tab for i, (tab, _, _) in enumerate(CLICKS)]
+    a = tabs["B"].annotation(item_id, "ann")
+    ticked = {(k, f) for _, field, (k, f) in [c for c in CLICKS if c[1] == "flag"]}
+    assert {(int(k), f) for k, fs in a["flags"].items() for f in FLAG_NAMES if fs[f]} == ticked
+    last = {field: value for _, field, value in CLICKS if field != "flag"}
+    assert (a["fluency"], a["comment"], a["extra_wrong"]) == (last["fluency"], last["comment"], last["extra_wrong"])
+    assert a["version"] == len(CLICKS)
+    for s in tabs.values():
+        s.dispose()
+
+
+def test_two_tabs_ticking_at_once_lose_nothing(db_url: str) -> None:
+    """Two tabs tick different boxes of one item at the same moment, many times: every tick is kept."""
+    K = 20
+    with Store(db_url) as setup:
+        setup.add_campaign("c", "e2e", "dev", {}, _items(1, K))
+        item_id = setup.items("c")[0]["id"]
+    boxes = [(k, f) for k in range(K) for f in FLAG_NAMES]
+    errors: list[BaseException] = []
+
+    def tab(mine: list[tuple[int, str]]) -> None:
+        try:
+            with Store(db_url) as s:
+                for k, f in mine:
+                    s.set_flag(item_id, "ann", k, f, True)
+        except BaseException as exc:  # surfaced below with the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=tab, args=(boxes[n::2],)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with Store(db_url) as s:
+        a = s.annotation(item_id, "ann")
+    assert {(int(k), f) for k, fs in a["flags"].items() for f in FLAG_NAMES if fs[f]} == set(boxes)
+    assert a["version"] == len(boxes)
+
+
+def test_set_flag_changes_one_box_only(store: Store) -> None:
+    store.add_campaign("c", "e2e", "dev", {}, _items(1))
+    item_id = store.items("c")[0]["id"]
+    prefill = {"2": {"missing": True}}
+    first = store.set_flag(item_id, "ann", 0, "wrong", True, seen_version=0,
+                           initial={"flags": prefill, "prefilled": prefill})
+    assert first["conflict"] is False and first["version"] == 1
+    assert first["flags"] == {"0": {"wrong": True, "repeated": False, "missing": False},
+                              "2": {"wrong": False, "repeated": False, "missing": True}}
+    assert first["prefilled"] == {"2": {"wrong": False, "repeated": False, "missing": True}}
+    again = store.set_flag(item_id, "ann", 2, "missing", False, initial={"flags": {"1": "wrong"}})
+    assert again["flags"] == {"0": {"wrong": True, "repeated": False, "missing": False}}  # initial: new rows only
+    assert again["conflict"] is False and again["version"] == 2  # no seen_version: no check
+    with pytest.raises(AnnotationError, match="record 3 does not exist"):
+        store.set_flag(item_id, "ann", 3, "wrong", True)
+    with pytest.raises(AnnotationError, match="unknown flag 'bogus'"):
+        store.set_flag(item_id, "ann", 0, "bogus", True)
+    with pytest.raises(AnnotationError, match="initial values may set flags and prefilled"):
+        store.set_flag(item_id, "other", 0, "wrong", True, initial={"fluency": 3})
+    assert store.annotation(item_id, "ann")["version"] == 2 and store.annotation(item_id, "other") is None
+
+
+def test_database_from_before_versions_gets_the_column(db_url: str) -> None:
+    with Store(db_url) as s:
+        s.add_campaign("c", "e2e", "dev", {}, _items(1))
+        item_id = s.items("c")[0]["id"]
+        s.save_annotation(item_id, "ann", fluency=2)
+        with s.engine.begin() as conn:  # the schema as it was
+            conn.exec_driver_sql("ALTER TABLE annotation DROP COLUMN version")
+    with Store(db_url) as s:
+        assert s.annotation(item_id, "ann")["version"] == 1
+        assert s.save_annotation(item_id, "ann", fluency=3, seen_version=1)["version"] == 2
 
 
 def _hold_write_lock(path: str, seconds: float, locked: threading.Event) -> None:
@@ -168,13 +300,13 @@ def _hold_write_lock(path: str, seconds: float, locked: threading.Event) -> None
     con.close()
 
 
-def test_lock_is_retried_not_raised(db_url: str) -> None:
+def test_lock_is_retried_not_raised(sqlite_url: str) -> None:
     """Another writer holds the lock longer than busy_timeout: the retry loop waits it out."""
-    s = Store(db_url, busy_timeout_ms=20)
+    s = Store(sqlite_url, busy_timeout_ms=20)
     s.add_campaign("c", "e2e", "dev", {}, _items(1))
     item_id = s.items("c")[0]["id"]
     locked = threading.Event()
-    t = threading.Thread(target=_hold_write_lock, args=(db_url.removeprefix("sqlite:///"), 0.4, locked))
+    t = threading.Thread(target=_hold_write_lock, args=(sqlite_url.removeprefix("sqlite:///"), 0.4, locked))
     t.start()
     locked.wait()
     a = s.save_annotation(item_id, "ann", fluency=2)
@@ -183,12 +315,12 @@ def test_lock_is_retried_not_raised(db_url: str) -> None:
     s.dispose()
 
 
-def test_lock_held_too_long_gives_plain_busy_error(db_url: str) -> None:
-    s = Store(db_url, busy_timeout_ms=10, max_wait_s=0.2)
+def test_lock_held_too_long_gives_plain_busy_error(sqlite_url: str) -> None:
+    s = Store(sqlite_url, busy_timeout_ms=10, max_wait_s=0.2)
     s.add_campaign("c", "e2e", "dev", {}, _items(1))
     item_id = s.items("c")[0]["id"]
     locked = threading.Event()
-    t = threading.Thread(target=_hold_write_lock, args=(db_url.removeprefix("sqlite:///"), 1.0, locked))
+    t = threading.Thread(target=_hold_write_lock, args=(sqlite_url.removeprefix("sqlite:///"), 1.0, locked))
     t.start()
     locked.wait()
     with pytest.raises(StoreBusyError, match="busy") as info:

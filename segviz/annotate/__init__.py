@@ -39,6 +39,8 @@ from segviz.annotate.store import (
     Store,
     StoreBusyError,
     default_url,
+    display_url,
+    user_data_dir,
     validate_annotator,
 )
 
@@ -47,6 +49,8 @@ __all__ = [
     "StoreBusyError",
     "Store",
     "default_url",
+    "display_url",
+    "user_data_dir",
     "validate_annotator",
     "FLAG_NAMES",
     "UNSET",

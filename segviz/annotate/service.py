@@ -49,6 +49,8 @@ __all__ = [
     "SystemSpec",
     "ProgressFn",
     "CONSTRAINT_LEVELS",
+    "CHANGED_ELSEWHERE",
+    "SAVED_OVER_STALE",
     "default_checkpoints_dir",
     "available_systems",
     "load_inputs",
@@ -56,6 +58,8 @@ __all__ = [
     "AnnotatorView",
     "annotator_view",
     "shown_flags",
+    "version_of",
+    "widget_values",
     "save_change",
     "alignment_rows",
     "record_options",
@@ -73,6 +77,12 @@ NULL_LABEL = "(none)"  # the null record r_0 in the alignment editor
 # progress(fraction in [0, 1], message): what st.progress(value, text) takes
 ProgressFn = Callable[[float, str], None]
 CheckpointLoader = Callable[[str], Any]
+
+# What a tab is told when the item's saved answers changed elsewhere (another tab, window or browser)
+CHANGED_ELSEWHERE = ("This item was changed in another tab or window since this one showed it. "
+                     "Nothing was lost: the answers below are the saved ones, including that change.")
+SAVED_OVER_STALE = ("This item had been changed in another tab or window. Your change was saved too, "
+                    "and the answers below now show everything saved.")
 
 # Pastel backgrounds, one per record index (cycled); dark text stays readable on all of them.
 PALETTE = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec",
@@ -347,20 +357,41 @@ def shown_flags(item: dict) -> dict[int, dict[str, bool]]:
     return {k: {f: bool(source.get(str(k), {}).get(f, False)) for f in FLAG_NAMES} for k in range(item["K"])}
 
 
-def save_change(store: Store, item: dict, annotator: str, **fields: Any) -> dict:
+def version_of(item: dict) -> int:
+    """The version of the item's saved annotation as read (0 = nothing saved yet)."""
+    return 0 if item["annotation"] is None else item["annotation"]["version"]
+
+
+def widget_values(item: dict) -> dict[str, Any]:
+    """The page's widget values for the item's saved answers, by session-state key: fluency, every
+    box (as :func:`shown_flags`), wrong facts outside the records, comment. Setting them makes a
+    stale tab show what is saved."""
+    iid, a = item["item_id"], item["annotation"]
+    values: dict[str, Any] = {f"ann_flu_{iid}": None if a is None else a["fluency"]}
+    values |= {f"ann_flag_{iid}_{k}_{f}": ticked for k, fs in shown_flags(item).items() for f, ticked in fs.items()}
+    values |= {f"ann_extra_{iid}": 0 if a is None else a["extra_wrong"],
+               f"ann_comment_{iid}": "" if a is None else a["comment"]}
+    return values
+
+
+def save_change(store: Store, item: dict, annotator: str, *, flag: tuple[int, str, bool] | None = None,
+                seen_version: int | None = None, **fields: Any) -> dict:
     """Save one widget's change of ``item`` (a :func:`annotator_view` item) at once.
 
-    The item's first save also stores the checker's pre-fill as shown (``prefilled``) and, unless
-    ``flags`` is among ``fields``, the pre-ticked flags themselves: what the annotator saw and
-    did not untick counts as confirmed. Rating fluency clears a previous skip.
+    ``flag=(record, name, value)`` sets one box and leaves every other box as stored; other
+    changes are fields of :meth:`Store.save_annotation`. ``seen_version``: the version the page
+    showed (:func:`version_of`); the result's ``conflict`` says another tab or window saved in
+    between (this change is saved all the same). The item's first save also stores the checker's
+    pre-fill as shown (``prefilled``) and the pre-ticked flags themselves: what the annotator
+    saw and did not untick counts as confirmed. Rating fluency clears a previous skip.
     """
+    initial = None if item["prefill"] is None else {"flags": item["prefill"], "prefilled": item["prefill"]}
+    if flag is not None:
+        return store.set_flag(item["item_id"], annotator, *flag, seen_version=seen_version, initial=initial)
     values = {k: v for k, v in fields.items() if v is not UNSET}
-    if item["prefill"] is not None and store.annotation(item["item_id"], annotator) is None:
-        values.setdefault("prefilled", item["prefill"])
-        values.setdefault("flags", item["prefill"])
     if values.get("fluency") is not None:
         values.setdefault("skipped", False)
-    return store.save_annotation(item["item_id"], annotator, **values)
+    return store.save_annotation(item["item_id"], annotator, seen_version=seen_version, initial=initial, **values)
 
 
 # ---------------------------------------------------------------------------------------------

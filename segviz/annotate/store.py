@@ -11,14 +11,20 @@ Tables::
     campaign   (id, name unique, dataset, split, created_at, config JSON)
     item       (id, campaign_id, input_id, records JSON, K, system, output, auto JSON, segments JSON)
     annotation (id, item_id, annotator, fluency, flags JSON, extra_wrong, prefilled JSON, comment,
-                corrected_alignment JSON, skipped, created_at, updated_at; unique (item_id, annotator))
+                corrected_alignment JSON, skipped, created_at, updated_at, version;
+                unique (item_id, annotator))
 
 Every public write is one short transaction (:meth:`Store.run`), so the page can save each click
-as it happens. On SQLite the store uses WAL mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for
+as it happens, at the finest grain: one flag of one record (:meth:`Store.set_flag`), or one field
+(:meth:`Store.save_annotation`). A save reads the row with ``SELECT ... FOR UPDATE`` and changes
+only what it was given, so two tabs never overwrite each other's clicks. ``version`` counts the
+saves of an annotation; a save given the version its caller last saw (``seen_version``) reports
+``conflict=True`` when someone else saved in between, so a stale tab can be told and refreshed. On SQLite the store uses WAL mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for
 writes (a writer takes the write lock up front instead of failing half-way on a stale
 snapshot) and a retry loop with jittered back-off for "database is locked": callers never see
 that error; after ``max_wait_s`` they get :class:`StoreBusyError` with a plain message.
-Any other SQLAlchemy URL works the same (no SQLite-only SQL is used).
+Any other SQLAlchemy URL works the same (no SQLite-only SQL is used); the tests also run
+against PostgreSQL (``postgresql+psycopg://...``).
 
 Timestamps are naive UTC. Everything returned is a plain ``dict`` (no live ORM objects), so
 results can cross threads and Streamlit reruns.
@@ -30,6 +36,7 @@ import logging
 import os
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -47,6 +54,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     select,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -64,6 +72,8 @@ __all__ = [
     "FLAG_NAMES",
     "UNSET",
     "default_url",
+    "user_data_dir",
+    "display_url",
     "validate_annotator",
     "normalize_flags",
     "normalize_segments",
@@ -156,6 +166,7 @@ class Annotation(Base):
     skipped: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime] = mapped_column(DateTime)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # +1 on every save
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,21 +321,49 @@ def annotation_dict(a: Annotation) -> dict:
     return {"id": a.id, "item_id": a.item_id, "annotator": a.annotator, "fluency": a.fluency,
             "flags": a.flags, "extra_wrong": a.extra_wrong, "prefilled": a.prefilled,
             "comment": a.comment, "corrected_alignment": a.corrected_alignment, "skipped": a.skipped,
-            "created_at": a.created_at, "updated_at": a.updated_at}
+            "created_at": a.created_at, "updated_at": a.updated_at, "version": a.version}
 
 
 # ---------------------------------------------------------------------------------------------
 # Store
 
 
+def user_data_dir() -> Path:
+    """This user's data folder for segviz, outside any checkout: ``$XDG_DATA_HOME/segviz``
+    (default ``~/.local/share/segviz``); ``~/Library/Application Support/segviz`` on macOS;
+    ``%LOCALAPPDATA%\\segviz`` on Windows."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Application Support")
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        base = xdg if os.path.isabs(xdg) else str(Path.home() / ".local" / "share")  # XDG: relative = unset
+    return Path(base) / "segviz"
+
+
 def default_url() -> str:
     """``$SEGVIZ_ANNOTATE_DB`` (a SQLAlchemy URL), else ``$SEGVIZ_DATA_HOME/annotations.sqlite``,
-    else ``./data/annotations.sqlite``."""
+    else ``annotations.sqlite`` in :func:`user_data_dir` (never inside the repository)."""
     url = os.environ.get("SEGVIZ_ANNOTATE_DB")
     if url:
         return url
-    home = Path(os.environ.get("SEGVIZ_DATA_HOME") or "data")
+    home = Path(os.environ.get("SEGVIZ_DATA_HOME") or user_data_dir())
     return f"sqlite:///{(home / 'annotations.sqlite').as_posix()}"
+
+
+def display_url(url: str) -> str:
+    """The URL with any password masked, for messages and the page."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _create_schema(session: Session) -> None:
+    """Create missing tables; add ``annotation.version`` to a database made before it existed."""
+    conn = session.connection()
+    Base.metadata.create_all(conn)
+    if "version" not in {c["name"] for c in inspect(conn).get_columns("annotation")}:
+        conn.exec_driver_sql("ALTER TABLE annotation ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
+        log.info("annotation store: added the version column")
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -355,8 +394,8 @@ class Store:
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.is_sqlite:
             self._setup_sqlite(busy_timeout_ms)
-        self.run(lambda s: Base.metadata.create_all(s.connection()), write=True)
-        log.debug("annotation store at %s", self.url)
+        self.run(_create_schema, write=True)
+        log.debug("annotation store at %s", display_url(self.url))
 
     def _setup_sqlite(self, busy_timeout_ms: int) -> None:
         """WAL + busy_timeout on every connection; we emit BEGIN ourselves (driver's is lazy)."""
@@ -504,12 +543,16 @@ class Store:
 
     def save_annotation(self, item_id: int, annotator: str, *, fluency: Any = UNSET, flags: Any = UNSET,
                         extra_wrong: Any = UNSET, prefilled: Any = UNSET, comment: Any = UNSET,
-                        corrected_alignment: Any = UNSET, skipped: Any = UNSET) -> dict:
+                        corrected_alignment: Any = UNSET, skipped: Any = UNSET, seen_version: int | None = None,
+                        initial: Mapping[str, Any] | None = None) -> dict:
         """Upsert the (item, annotator) annotation in its own transaction; returns the saved row.
 
-        Only the fields passed change (``UNSET`` = keep), so the page can save each widget as it
-        changes; passing ``None`` clears fluency / prefilled / corrected_alignment. The last
-        write wins, also when the same annotator id is open in two tabs.
+        Only the fields passed change (``UNSET`` = keep), so the page saves each widget as it
+        changes; passing ``None`` clears fluency / prefilled / corrected_alignment. ``initial``:
+        ``flags`` / ``prefilled`` for a row this save creates (the checker's pre-fill as shown).
+        ``seen_version``: the version the caller last saw (0 = no annotation yet); the result's
+        ``conflict`` is True when it differs (someone else saved in between). The change is
+        saved either way: it only touches the fields given.
         """
         validate_annotator(annotator)
         fluency = fluency if fluency is UNSET else _validate_fluency(fluency)
@@ -519,32 +562,69 @@ class Store:
         if skipped is not UNSET:
             skipped = bool(skipped)
 
+        def change(a: Annotation, K: int) -> None:
+            values = {"fluency": fluency, "extra_wrong": extra_wrong, "comment": comment, "skipped": skipped,
+                      "flags": flags if flags is UNSET else normalize_flags(flags, K),
+                      "prefilled": prefilled if prefilled is UNSET or prefilled is None
+                      else normalize_flags(prefilled, K, "prefilled"),
+                      "corrected_alignment": corrected_alignment if corrected_alignment is UNSET
+                      else normalize_segments(corrected_alignment, K, "corrected_alignment")}
+            for key, value in values.items():
+                if value is not UNSET:
+                    setattr(a, key, value)
+
+        return self._change(item_id, annotator, change, seen_version, initial)
+
+    def set_flag(self, item_id: int, annotator: str, record: int, flag: str, value: bool, *,
+                 seen_version: int | None = None, initial: Mapping[str, Any] | None = None) -> dict:
+        """Set one flag (``wrong`` / ``repeated`` / ``missing``) of one record (0-based), keeping
+        every other flag as stored; otherwise like :meth:`save_annotation`."""
+        validate_annotator(annotator)
+        if flag not in FLAG_NAMES:
+            raise AnnotationError(f"unknown flag {flag!r} (use {', '.join(FLAG_NAMES)})")
+
+        def change(a: Annotation, K: int) -> None:
+            flags = dict(a.flags or {})
+            if isinstance(record, bool) or not isinstance(record, int) or not 0 <= record < K:
+                raise AnnotationError(f"record {record!r} does not exist (this input has {K} records: 0..{K - 1})")
+            flags[str(record)] = {**dict.fromkeys(FLAG_NAMES, False), **flags.get(str(record), {}), flag: bool(value)}
+            a.flags = normalize_flags(flags, K)
+
+        return self._change(item_id, annotator, change, seen_version, initial)
+
+    def _change(self, item_id: int, annotator: str, change: Callable[[Annotation, int], None],
+                seen_version: int | None, initial: Mapping[str, Any] | None) -> dict:
+        """One save: lock (or create) the row, apply ``change(row, K)``, bump the version."""
+
         def fn(s: Session) -> dict:
             it = s.get(Item, item_id)
             if it is None:
                 raise AnnotationError(f"unknown item {item_id!r}")
-            values = {"fluency": fluency, "extra_wrong": extra_wrong, "comment": comment, "skipped": skipped,
-                      "flags": flags if flags is UNSET else normalize_flags(flags, it.K),
-                      "prefilled": prefilled if prefilled is UNSET or prefilled is None
-                      else normalize_flags(prefilled, it.K, "prefilled"),
-                      "corrected_alignment": corrected_alignment if corrected_alignment is UNSET
-                      else normalize_segments(corrected_alignment, it.K, "corrected_alignment")}
-            a = s.scalars(select(Annotation).where(Annotation.item_id == item_id,
-                                                   Annotation.annotator == annotator)).one_or_none()
-            now = utcnow()
+            a = s.scalars(select(Annotation).where(Annotation.item_id == item_id, Annotation.annotator == annotator)
+                          .with_for_update()).one_or_none()
+            before = 0 if a is None else a.version
             if a is None:
-                a = Annotation(item_id=item_id, annotator=annotator, fluency=None, flags={}, extra_wrong=0,
-                               prefilled=None, comment="", corrected_alignment=None, skipped=False,
-                               created_at=now)
-                s.add(a)
-            for key, value in values.items():
-                if value is not UNSET:
-                    setattr(a, key, value)
-            a.updated_at = now
+                a = self._new_annotation(s, it, annotator, initial or {})
+            change(a, it.K)
+            a.version = before + 1
+            a.updated_at = utcnow()
             s.flush()
-            return annotation_dict(a)
+            return annotation_dict(a) | {"conflict": seen_version is not None and seen_version != before}
 
         return self.run(fn)
+
+    @staticmethod
+    def _new_annotation(s: Session, it: Item, annotator: str, initial: Mapping[str, Any]) -> Annotation:
+        unknown = set(initial) - {"flags", "prefilled"}
+        if unknown:
+            raise AnnotationError(f"initial values may set flags and prefilled, not {sorted(unknown)}")
+        prefilled = initial.get("prefilled")
+        a = Annotation(item_id=it.id, annotator=annotator, fluency=None, extra_wrong=0, comment="",
+                       flags=normalize_flags(initial.get("flags") or {}, it.K),
+                       prefilled=None if prefilled is None else normalize_flags(prefilled, it.K, "prefilled"),
+                       corrected_alignment=None, skipped=False, created_at=utcnow(), version=0)
+        s.add(a)
+        return a
 
     def annotation(self, item_id: int, annotator: str) -> dict | None:
         """The (item, annotator) annotation, or None."""
