@@ -49,14 +49,17 @@ if ss.get("playground_rows_dataset") != dataset:
     if first_load and qp.get("records"):
         try:
             rows = service.rows_from_records(dataset, service.records_from_param(dataset, qp["records"]))
-        except RecordError as e:
-            st.error(f"The link's records could not be read: {e}")
+        except RecordError as e:  # say why, generate nothing, and drop the bad records from the URL
+            ss["playground_link_error"] = f"The link's records could not be read, so nothing was generated: {e}"
+            qp.pop("records", None)
     elif not first_load:  # dataset switched: the old request does not apply
         for name in ("records", "constraints", "beam"):
             qp.pop(name, None)
         ss.pop("playground_request", None)
     _set_rows(rows)
     ss["playground_rows_dataset"] = dataset
+if ss.get("playground_link_error") and "playground_request" not in ss:  # until something is generated
+    ui.error(ss["playground_link_error"])
 
 dev, dev_msg = ui.dev_inputs(dataset)
 options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
@@ -86,7 +89,7 @@ try:
     parsed = service.records_from_rows(dataset, table.to_dict("records"))
     ui.show_messages(parsed.warnings)
 except RecordError as e:
-    st.error(f"Invalid records: {e}")
+    ui.error(f"Invalid records: {e}")
 
 if go and parsed is not None:
     param = service.records_to_param(parsed.records)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from segviz import service, ui
+from segviz import service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
@@ -37,7 +37,8 @@ if param:
     try:
         records = service.records_from_param(dataset, param)
     except RecordError as e:
-        st.error(f"The records in the link could not be read: {e}")
+        ui.error(f"The records in the link could not be read: {e}")
+        qp.pop("records", None)
 if records is None:
     records = next(iter(examples_for(dataset).values()))
     st.info("No records from the Playground yet: using a bundled example. Edit records on the Playground page.")
@@ -46,7 +47,7 @@ K = len(records)
 
 seg, seg_error = ui.get_checkpoint(dataset, "seg")
 if seg is None:
-    st.error(seg_error)
+    ui.error(seg_error)
     st.stop()
 
 
@@ -90,7 +91,7 @@ with left:
         st.caption("Use the ↑/↓ buttons to move records (drag and drop needs `streamlit-sortables`).")
     for pos, k in enumerate(ss["plan_order"]):
         c1, c2, c3 = st.columns([6, 1, 1])
-        c1.markdown(f"**{pos + 1}.** record {k}: `{records[k - 1].label}`")
+        c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>", unsafe_allow_html=True)
         c2.button("↑", key=f"plan_up_{k}", on_click=_move, args=(k, -1), disabled=pos == 0, help=f"move record {k} up")
         c3.button("↓", key=f"plan_down_{k}", on_click=_move, args=(k, 1), disabled=pos == K - 1, help=f"move record {k} down")
     beam = st.number_input("Beam size", 1, 10, 5, key="plan_beam")

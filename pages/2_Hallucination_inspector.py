@@ -28,16 +28,17 @@ cases: list[service.Case] = []
 if source == "run":
     dev, dev_msg = ui.dev_inputs(dataset)
     if dev_msg:
-        st.warning(dev_msg)
+        ui.warning(dev_msg)
     n_inputs = len(dev) or len(ui._bundled(dataset))
     c1, c2, c3 = st.columns(3)
     n = c1.number_input("Number of inputs", 1, n_inputs, min(10, n_inputs), key="insp_n")
     with c2:
         constraints = ui.constraint_picker("insp_constraints")
     beam = c3.number_input("Beam size", 1, 10, 5, key="insp_beam")
-    if seg_key is None and pg_key is None:
-        st.error(service.missing_message(dataset, "seg") + "\n\n" + service.missing_message(dataset, "pg"))
-    elif st.button("Run both models", type="primary", key="insp_run"):
+    errors = [ui.get_checkpoint(dataset, kind)[1] for kind in ("seg", "pg")]
+    for message in filter(None, errors):  # absent or unusable: say why (an error if neither is usable)
+        (ui.error if all(errors) else ui.warning)(message)
+    if not all(errors) and st.button("Run both models", type="primary", key="insp_run"):
         ss["insp_request"] = (dataset, int(n), constraints, int(beam))
     req = ss.get("insp_request")
     if req and req[0] == dataset:
@@ -48,9 +49,10 @@ else:
         try:
             cases = ui.cases_from_file(dataset, upload.getvalue(), seg_key)
         except OutputFileError as e:
-            st.error(f"Cannot read {upload.name}: {e}")
-        if seg_key is None and cases:
-            st.warning(service.missing_message(dataset, "seg") + " Texts are shown without alignment.")
+            ui.error(f"Cannot read {upload.name}: {e}")
+        seg_error = ui.get_checkpoint(dataset, "seg")[1] if cases else None
+        if seg_error:
+            ui.warning(seg_error + " Texts are shown without alignment.")
 
 if not cases:
     st.info("Run the models or upload a file to see flagged cases.")
@@ -81,7 +83,7 @@ if ss.get("insp_case") not in flagged_ids:
 case_id = st.selectbox("Open case", flagged_ids, key="insp_case", format_func=lambda i: f"{i}: {cases[i].key}")
 case = cases[case_id]
 
-st.subheader(f"Case {case.index}: {case.key}")
+st.subheader(f"Case {case.index}: {viz.esc(case.key)}")
 st.markdown(" · ".join(f"**{k}** {viz.esc(r.label)}" for k, r in enumerate(case.records, start=1)), unsafe_allow_html=True)
 
 
@@ -91,6 +93,9 @@ def _token_from_click(system: str) -> None:
         ss[f"insp_token_{system}"] = cell[0]
 
 
+if not case.views:  # e.g. the checkpoints became unusable after the run was requested
+    ui.error("No system produced an output for this case.")
+    st.stop()
 cols = st.columns(len(case.views))
 for col, (system, view) in zip(cols, case.views.items(), strict=True):
     with col:

@@ -22,7 +22,7 @@ show_all = st.toggle("Show every dataset", value=False, key="results_all_dataset
 shown = [s for s in summaries if show_all or s.dataset == dataset]
 for s in summaries:
     if s.error and s in shown:
-        st.warning(f"`{s.name}`: {s.error}")
+        ui.warning(f"{s.name}: {s.error}")
 if not shown:
     st.warning(f"No {dataset} checkpoints in `{root}` yet (found: {', '.join(s.name for s in summaries)}).")
     st.stop()

@@ -52,6 +52,7 @@ __all__ = [
     "sample_plans",
     "run_systems",
     "parse_output_file",
+    "parse_output_lines",
     "cases_from_outputs",
     "flagged_rows",
     "status_rows",
@@ -102,12 +103,14 @@ def checkpoint_stamp(path: Path) -> float | None:
 
 
 def missing_message(dataset: str, kind: str, error: Exception | str | None = None) -> str:
+    """Why there is no ``kind`` model for ``dataset``: plain text (shown escaped, never as Markdown)."""
     path = checkpoint_path(dataset, kind)
-    why = f" ({error})" if error else ""
+    head = f"No usable {SYSTEM_LABELS.get(kind, kind)} checkpoint for {dataset} at {path}."
+    if error:
+        return f"{head} It cannot be loaded: {error}"
     return (
-        f"No usable {SYSTEM_LABELS.get(kind, kind)} checkpoint for {dataset} at `{path}`{why}. "
-        f"It may not be trained yet: run `python -m segviz.train --dataset {dataset} --model {kind} "
-        f"--out {path}`, or point ${CHECKPOINT_ENV} at a folder holding `{dataset}-{kind}/`."
+        f"{head} It may not be trained yet: run python -m segviz.train --dataset {dataset} --model {kind} "
+        f"--out {path}, or point ${CHECKPOINT_ENV} at a folder holding {dataset}-{kind}/."
     )
 
 
@@ -421,6 +424,12 @@ def run_systems(
 def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str]]:
     """An E2E system-output file, one ``MR<TAB>output`` per line (a ``mr``/``output`` header line
     is skipped), into ``(records, text)`` pairs. Raises :class:`OutputFileError` naming the line."""
+    return [(records, text) for _, records, text in parse_output_lines(dataset, data)]
+
+
+def parse_output_lines(dataset: str, data: bytes) -> list[tuple[int, list[Record], str]]:
+    """Like :func:`parse_output_file`, with the line of the file each pair is on (1-based, the
+    header and blank lines counted)."""
     if dataset != "e2e":
         raise OutputFileError("uploaded output files are supported for E2E only (MR<TAB>output lines)")
     try:
@@ -449,7 +458,7 @@ def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str
             raise OutputFileError(f"line {n}: the output text is empty")
         if len(records) > MAX_RECORDS:
             raise OutputFileError(f"line {n}: {len(records)} records; at most {MAX_RECORDS} are supported")
-        pairs.append((records, out))
+        pairs.append((n, records, out))
     if not pairs:
         raise OutputFileError("the file holds no MR<TAB>output lines")
     return pairs
@@ -461,9 +470,11 @@ def cases_from_outputs(
     seg: Checkpoint | None,
     system: str = "uploaded",
     progress: Callable[[int, int], None] | None = None,
+    lines: Sequence[int] | None = None,
 ) -> list[Case]:
     """Another system's texts as cases: aligned by the segment model (when loaded) and checked.
-    They have no attention (it belongs to the system that wrote them)."""
+    They have no attention (it belongs to the system that wrote them). A case is called "line N"
+    after ``lines`` (the line of the file each pair is on), "output N" without them."""
     cases = []
     for i, (records, text) in enumerate(pairs):
         t0 = time.perf_counter()
@@ -483,7 +494,7 @@ def cases_from_outputs(
                 decode.align_result(res, seg.model, seg.vocab, records)
         res.elapsed_ms = (time.perf_counter() - t0) * 1000
         view = _check(dataset, records, SystemView(system, res))
-        cases.append(Case(i, f"line {i + 1}", list(records), {system: view}))
+        cases.append(Case(i, f"line {lines[i]}" if lines else f"output {i + 1}", list(records), {system: view}))
         if progress:
             progress(i + 1, len(pairs))
     return cases

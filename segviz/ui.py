@@ -53,12 +53,24 @@ def get_checkpoint(dataset: str, kind: str) -> tuple[ckpt.Checkpoint | None, str
 
 
 def _from_key(key: tuple[str, float] | None) -> ckpt.Checkpoint | None:
+    return _load(key, "", "")[0]
+
+
+def _load(key: tuple[str, float] | None, dataset: str, kind: str) -> tuple[ckpt.Checkpoint | None, str | None]:
+    """The checkpoint at ``key``, or ``None`` and why it cannot be loaded (``None`` if it is absent)."""
     if key is None:
-        return None
+        return None, None
     try:
-        return load_checkpoint(*key)
-    except ckpt.CheckpointError:
-        return None
+        return load_checkpoint(*key), None
+    except ckpt.CheckpointError as e:
+        return None, service.missing_message(dataset, kind, e)
+
+
+def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]) -> None:
+    """A view without output because its checkpoint is unusable says why (not "not trained yet")."""
+    for kind, view in views.items():
+        if view.result is None and errors.get(kind):
+            view.error = errors[kind]
 
 
 def sidebar() -> dict:
@@ -90,7 +102,10 @@ def sidebar() -> dict:
 def compare(dataset: str, records_param: str, constraints: str, beam: int, seg_key, pg_key) -> service.Comparison:
     """:func:`segviz.service.compare`, cached by request and checkpoint versions."""
     records = service.records_from_param(dataset, records_param)
-    return service.compare(dataset, records, _from_key(seg_key), _from_key(pg_key), constraints, beam)
+    (seg, seg_error), (pg, pg_error) = _load(seg_key, dataset, "seg"), _load(pg_key, dataset, "pg")
+    cmp = service.compare(dataset, records, seg, pg, constraints, beam)
+    _explain({"seg": cmp.seg, "pg": cmp.pg}, {"seg": seg_error, "pg": pg_error})
+    return cmp
 
 
 @st.cache_data(show_spinner="Decoding with the plan…", max_entries=128)
@@ -122,16 +137,26 @@ def _dev_inputs(dataset: str, data_dir: str) -> tuple[list[tuple[str, list[Recor
 # ----- renderers ---------------------------------------------------------------------------------------
 
 
+def error(message: object) -> None:
+    """``st.error`` showing ``message`` literally: what a user typed or uploaded is never Markdown."""
+    st.error(viz.esc(message))
+
+
+def warning(message: object) -> None:
+    """``st.warning`` showing ``message`` literally."""
+    st.warning(viz.esc(message))
+
+
 def show_messages(warnings: list[str]) -> None:
     for w in warnings:
-        st.warning(w)
+        warning(w)
 
 
 def show_output(view: service.SystemView, records: list[Record], highlight_token=None, highlight_record=None) -> None:
     """One system's coloured text, legend and timing (or why it has none)."""
     st.markdown(f"**{view.label}**")
     if view.error:
-        st.error(view.error)
+        error(view.error)
         return
     res = view.result
     if res.fallback_used:
@@ -202,8 +227,9 @@ def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: in
 @st.cache_data(show_spinner="Aligning and checking the uploaded outputs…", max_entries=16)
 def cases_from_file(dataset: str, data: bytes, seg_key) -> list[service.Case]:
     """An uploaded ``MR<TAB>output`` file as cases (raises OutputFileError, not cached)."""
-    pairs = service.parse_output_file(dataset, data)
-    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key))
+    located = service.parse_output_lines(dataset, data)
+    pairs = [(records, text) for _, records, text in located]
+    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key), lines=[n for n, _, _ in located])
 
 
 def _bundled(dataset: str) -> dict[str, list[Record]]:

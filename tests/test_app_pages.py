@@ -79,7 +79,7 @@ def test_plan_editor_deep_link_and_samples(env):
     records = EXAMPLES["e2e"]["Blue Heron Café (6 slots)"]
     at = _run(PLAN, dataset="e2e", records=service.records_to_param(records), plan="6,5,4,3,2,1")
     assert at.session_state["plan_order"] == [6, 5, 4, 3, 2, 1]
-    assert "**1.** record 6: `near[The Old Mill]`" in [m.value for m in at.markdown]
+    assert "**1.** record 6: <code>near&#91;The Old Mill&#93;</code>" in [m.value for m in at.markdown]
     at.number_input(key="plan_n_samples").set_value(2)
     at.button(key="plan_sample").click().run()
     assert not at.exception
@@ -175,7 +175,7 @@ def test_results_page(env, tmp_path, monkeypatch):
     (root / "e2e-pg" / "history.json").write_text("[oops")
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(root))
     at = _run(RESULTS)
-    assert any("`e2e-pg`: history.json is unreadable" in w.value for w in at.warning)
+    assert any("e2e-pg: history.json is unreadable" in w.value for w in at.warning)
     assert list(at.dataframe[-1].value["checkpoint"]) == ["e2e-pg", "e2e-seg"]
     assert list(at.dataframe[-1].value["epochs"]) == [0, 3]
     at.toggle(key="results_all_datasets").set_value(True).run()
