@@ -10,6 +10,7 @@ them (See et al., 2017).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import logging
 import os
@@ -226,10 +227,28 @@ class Batch:
     tgt_len: torch.Tensor
     n_oov: int
     encoded: list[Encoded]
+    global_size: int = 0  # data-parallel training: examples / target tokens of the whole
+    global_tokens: int = 0  # global batch this shard belongs to (0: this batch is the whole)
 
     @property
     def size(self) -> int:
         return self.src.size(0)
+
+    @property
+    def tokens(self) -> int:
+        """Target tokens (``<eos>`` included), counted on the host."""
+        return sum(len(e.tgt) for e in self.encoded)
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        """The same batch with every tensor on ``device`` (itself when already there)."""
+        device = torch.device(device)
+        if self.src.device == device:
+            return self
+        moved = {f: getattr(self, f).to(device, non_blocking=non_blocking) for f in _TENSOR_FIELDS}
+        return dataclasses.replace(self, **moved)
+
+
+_TENSOR_FIELDS = ("src", "src_ext", "src_rec", "src_len", "rec_mask", "n_rec", "tgt_in", "tgt", "tgt_len")
 
 
 def collate(items: Sequence[Encoded], vocab_size: int) -> Batch:
@@ -269,16 +288,13 @@ def collate(items: Sequence[Encoded], vocab_size: int) -> Batch:
     )
 
 
-def batches(
-    encoded: Sequence[Encoded],
-    vocab_size: int,
-    batch_size: int = 64,
-    shuffle: bool = True,
-    seed: int = 0,
-    bucket: int = 50,
-) -> Iterator[Batch]:
-    """Batches of similar target length (less padding): sort chunks of ``bucket`` batches by
-    length, then shuffle the batch order. Deterministic for a given ``seed``."""
+def batch_indices(
+    encoded: Sequence[Encoded], batch_size: int = 64, shuffle: bool = True, seed: int = 0, bucket: int = 50
+) -> list[list[int]]:
+    """Example indices of every batch, batched by length: chunks of ``bucket`` batches sorted by
+    (number of records, target length), so that both the ``T`` and the ``S = K + 1`` of a
+    batch are padded little (the segment model's emission table is ``B·T·S·V``), then the
+    batch order shuffled. Deterministic for a given ``seed``."""
     idx = list(range(len(encoded)))
     rng = random.Random(seed)
     if shuffle:
@@ -286,9 +302,37 @@ def batches(
     chunk = batch_size * bucket
     groups = []
     for s in range(0, len(idx), chunk):
-        part = sorted(idx[s : s + chunk], key=lambda i: len(encoded[i].tgt))
+        part = sorted(idx[s : s + chunk], key=lambda i: (encoded[i].n_records, len(encoded[i].tgt)))
         groups += [part[j : j + batch_size] for j in range(0, len(part), batch_size)]
     if shuffle:
         rng.shuffle(groups)
-    for g in groups:
-        yield collate([encoded[i] for i in g], vocab_size)
+    return groups
+
+
+def batches(
+    encoded: Sequence[Encoded],
+    vocab_size: int,
+    batch_size: int = 64,
+    shuffle: bool = True,
+    seed: int = 0,
+    bucket: int = 50,
+    rank: int = 0,
+    world: int = 1,
+) -> Iterator[Batch]:
+    """Padded batches of :func:`batch_indices`.
+
+    With ``world > 1`` (data-parallel training) every process forms the same global batches of
+    ``batch_size`` and collates only its shard (examples ``rank, rank + world, ...`` of each);
+    ``global_size`` / ``global_tokens`` record the whole. A global batch with fewer than
+    ``world`` examples (at most the last one) is skipped, so every process takes the same number
+    of steps.
+    """
+    for g in batch_indices(encoded, batch_size, shuffle, seed, bucket):
+        if world == 1:
+            yield collate([encoded[i] for i in g], vocab_size)
+            continue
+        if len(g) < world:
+            continue
+        b = collate([encoded[i] for i in g[rank::world]], vocab_size)
+        b.global_size, b.global_tokens = len(g), sum(len(encoded[i].tgt) for i in g)
+        yield b

@@ -65,9 +65,9 @@ def segment_windows(log_emit: torch.Tensor, log_end: torch.Tensor, L: int, lam: 
     B, T, S = log_emit.shape
     C = segment_score_table(log_emit, log_end)  # (B, T+1, S)
     rows = []
-    for l in range(1, min(L, T) + 1):
-        diff = C[:, l:] - C[:, :-l]  # i = l .. T
-        rows.append(torch.cat([diff.new_zeros(B, l - 1, S), diff], dim=1) if l > 1 else diff)
+    for n in range(1, min(L, T) + 1):
+        diff = C[:, n:] - C[:, :-n]  # segments of n tokens ending at i = n .. T
+        rows.append(torch.cat([diff.new_zeros(B, n - 1, S), diff], dim=1) if n > 1 else diff)
     lam = torch.as_tensor(lam, dtype=log_emit.dtype, device=log_emit.device)
     lam = lam.reshape(-1, 1, 1, 1) if lam.dim() else lam
     return torch.stack(rows, dim=2) + log_end.unsqueeze(2) + lam

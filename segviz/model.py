@@ -633,7 +633,7 @@ class PGModel(nn.Module):
         mask = torch.arange(T, device=y.device).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
         nll = -(logp * mask).sum()
         tokens = batch.tgt_len.sum()
-        stats = {"nll": nll.detach(), "tokens": tokens, "exp_seg": torch.tensor(math.nan), "K": batch.n_rec.float().mean(), "n": B}
+        stats = {"nll": nll.detach(), "tokens": tokens, "exp_seg": nll.new_full((), math.nan), "K": batch.n_rec.float().mean(), "n": B}
         return nll / tokens.clamp(min=1), stats
 
 

@@ -3,6 +3,13 @@ early stopping, fixed seeds, a checkpoint after every epoch, ``--resume`` after 
 
     python -m segviz.train --dataset e2e --model seg --out checkpoints/e2e-seg [--epochs N]
         [--max-examples N] [--resume] [--hidden 256 --emb-dim 100 --max-seg-len 8 ...]
+        [--device auto|cpu|cuda] [--amp]
+    torchrun --nproc_per_node N -m segviz.train ...   # data-parallel (gloo on CPU, NCCL on CUDA)
+
+With several processes every one forms the same global batches of ``--batch-size`` and
+trains on its shard; gradients are averaged by DistributedDataParallel so that an update
+equals the one-process update on the whole global batch. Only rank 0 writes checkpoints,
+logs and the progress bar.
 
 Every field of :class:`TrainConfig` and :class:`segviz.model.ModelConfig` is a ``--flag``.
 """
@@ -13,6 +20,7 @@ import argparse
 import dataclasses
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -25,6 +33,7 @@ import torch
 from segviz import checkpoint as ckpt
 from segviz import faithfulness
 from segviz.data import DATASETS, Batch, DataError, Vocab, batches, encode, load_split
+from segviz.device import DEVICES, DeviceError, resolve_device
 from segviz.model import MODEL_KINDS, ModelConfig, build_model
 
 log = logging.getLogger(__name__)
@@ -47,7 +56,7 @@ class TrainConfig:
     max_examples: int = 0  # use only the first N training examples (0 = all)
     max_val_examples: int = 0  # validation subset (0 = the whole dev set)
     seed: int = 1234  # torch / shuffling seed (the epoch number is added each epoch)
-    threads: int = 0  # torch threads (0 = torch's default)
+    threads: int = 0  # torch threads per process (0 = all cores, shared among the processes of this machine)
     val_every: int = 0  # also validate every N steps on `val_subset` dev examples (0 = only per epoch)
     val_subset: int = 500  # dev examples used by the in-epoch validation
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
@@ -74,19 +83,67 @@ def pick(cls, args: argparse.Namespace, **extra):
     return cls(**{**vals, **extra})
 
 
-def evaluate_loss(model, encoded, vocab_size: int, batch_size: int = 64) -> dict:
-    """Validation: per-token NLL (``-log p(y|X)`` summed over examples / tokens) and mean E[#seg]."""
+@dataclass
+class Parallel:
+    """This process's place in a data-parallel run (``torchrun``); one process: rank 0 of 1."""
+
+    rank: int = 0
+    world: int = 1
+    local_world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def all_reduce(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum ``t`` over the processes, in place (nothing to do with one process)."""
+        if self.world > 1:
+            torch.distributed.all_reduce(t)
+        return t
+
+
+def init_parallel(device: torch.device) -> Parallel:
+    """Join the process group that ``torchrun`` describes in the environment (``WORLD_SIZE``,
+    ``RANK``, ...): gloo on the CPU, NCCL on CUDA. Without ``torchrun``: one process."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Parallel()
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return Parallel(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+
+
+def set_threads(threads: int, par: Parallel | None = None) -> int:
+    """``threads`` torch threads, or with 0 all cores of this machine shared evenly among its
+    training processes; returns the number set."""
+    if not threads:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            cores = os.cpu_count() or 1
+        threads = max(1, cores // (par.local_world if par else 1))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def evaluate_loss(model, encoded, vocab_size: int, batch_size: int = 64, par: Parallel | None = None) -> dict:
+    """Validation: per-token NLL (``-log p(y|X)`` summed over examples / tokens) and mean E[#seg].
+
+    With several processes each evaluates its share of ``encoded`` and the sums are combined."""
+    par = par or Parallel()
+    device = next(model.parameters()).device
     model.eval()
-    nll = tokens = seg = k = n = 0.0
+    tot = torch.zeros(5, dtype=torch.float64, device=device)  # nll, tokens, seg·n, K·n, n
     with torch.no_grad():
-        for b in batches(encoded, vocab_size, batch_size, shuffle=False):
-            _, st = model.loss(b)
-            nll += st["nll"]
-            tokens += st["tokens"]
-            seg += st["exp_seg"] * st["n"]
-            k += st["K"] * st["n"]
-            n += st["n"]
+        for b in batches(encoded[par.rank :: par.world], vocab_size, batch_size, shuffle=False):
+            _, st = model.objective(b.to(device))
+            n = st["n"]
+            tot[:4] += torch.stack([st["nll"].double(), st["tokens"].double(), (st["exp_seg"] * n).double(), (st["K"] * n).double()])
+            tot[4] += n
     model.train()
+    nll, tokens, seg, k, n = par.all_reduce(tot).tolist()
     return {"val_nll": nll / max(tokens, 1), "val_exp_seg": seg / max(n, 1), "val_K": k / max(n, 1)}
 
 
@@ -99,14 +156,74 @@ def _progress(total: int, desc: str):
         return None
 
 
+@dataclass
+class Trainer:
+    """The model, its optimiser and how a step runs: device, mixed precision, data parallelism."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    device: torch.device = torch.device("cpu")
+    par: Parallel = dataclasses.field(default_factory=Parallel)
+    amp: bool = False
+    clip: float = 5.0
+
+    def __post_init__(self):
+        self.objective = _Objective(self.model)
+        if self.par.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.objective = DistributedDataParallel(self.objective, device_ids=ids)
+        self.amp_dtype = None
+        self.scaler = None
+        if self.amp:
+            if self.device.type != "cuda":
+                log.warning("--amp is for CUDA only; training in float32 on %s", self.device)
+                self.amp = False
+            else:
+                self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+                if self.amp_dtype == torch.float16:
+                    self.scaler = torch.amp.GradScaler("cuda")
+
+    def step(self, batch: Batch) -> dict:
+        """One update; returns the stats as tensors on the device (nothing copied to the host)."""
+        batch = batch.to(self.device, non_blocking=True)
+        with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp):
+            loss, stats = self.objective(batch)
+        stats["loss"] = loss.detach()
+        if batch.global_size:  # a shard: weight it by its share of the global batch, whose mean
+            # DistributedDataParallel's gradient average then gives (examples for seg, tokens for pg)
+            local, whole = (batch.size, batch.global_size) if self.model.cfg.kind == "seg" else (batch.tokens, batch.global_tokens)
+            loss = loss * (local * self.par.world / whole)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+            self.optimizer.step()
+        return stats
+
+
+class _Objective(torch.nn.Module):
+    """``forward(batch) = model.objective(batch)``: what DistributedDataParallel wraps."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: Batch):
+        return self.model.objective(batch)
+
+
 def train_step(model, optimizer, batch: Batch, clip: float) -> dict:
-    loss, stats = model.loss(batch)
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-    optimizer.step()
-    stats["loss"] = loss.item()
-    return stats
+    """One update on the CPU, one process; stats as Python numbers."""
+    st = Trainer(model, optimizer, clip=clip).step(batch)
+    return {k: (int(v) if k in ("tokens", "n") else float(v)) for k, v in st.items()}
 
 
 def clean_examples(dataset: str, examples: list) -> list:
@@ -139,14 +256,24 @@ def fit(
     resume: bool = False,
     on_epoch: Callable[[dict], None] | None = None,
     resume_lr: float | None = None,
+    device: str | torch.device = "cpu",
+    amp: bool = False,
 ) -> list[dict]:
     """Train until early stopping or ``tcfg.epochs``; returns the history.
 
     ``resume_lr`` (``--lr`` given with ``--resume``) replaces the stored learning rate and resets
-    the patience counter, e.g. to fine-tune a stopped run at the decayed rate.
+    the patience counter, e.g. to fine-tune a stopped run at the decayed rate. ``device`` is
+    ``auto``, ``cpu`` or ``cuda``; ``amp`` runs the networks in mixed precision on CUDA (the
+    dynamic program stays in float32). Under ``torchrun`` this is one process of a
+    data-parallel run (see the module docstring).
     """
-    if tcfg.threads:
-        torch.set_num_threads(tcfg.threads)
+    device = resolve_device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    par = init_parallel(device)
+    set_threads(tcfg.threads, par)
+    if not par.main:
+        log.setLevel(logging.WARNING)
     torch.manual_seed(tcfg.seed)
     out = Path(out)
     was_clean = False
@@ -164,7 +291,7 @@ def fit(
         _, _, enc_train, enc_dev = prepare(tcfg, {}, data_dir, vocab)
     else:
         vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
-    model = build_model(mcfg)
+    model = build_model(mcfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
     state = {"epoch": 0, "best": math.inf, "bad": 0, "lr": tcfg.lr, "history": []}
     if resume:
@@ -180,10 +307,13 @@ def fit(
             if resume_lr is not None:
                 log.info("learning rate %g -> %g (--lr on --resume)", state["lr"], resume_lr)
                 state["lr"], state["bad"] = resume_lr, 0
+    trainer = Trainer(model, optimizer, device, par, amp, tcfg.clip)
     train_cfg = dataclasses.asdict(tcfg)
     V = len(vocab)
-    log.info("%s %s: %d train / %d dev examples, V=%d, %s", tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), V, mcfg)
+    log.info("%s %s: %d train / %d dev examples, V=%d, %s on %s x %d process(es), %d thread(s) each",
+             tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), V, mcfg, device, par.world, torch.get_num_threads())
     history = state["history"]
+    say = print if par.main else (lambda *a, **k: None)
     while state["epoch"] < tcfg.epochs and state["lr"] >= tcfg.min_lr and state["bad"] < tcfg.patience:
         epoch = state["epoch"] + 1
         torch.manual_seed(tcfg.seed + epoch)
@@ -191,58 +321,68 @@ def fit(
             g["lr"] = state["lr"]
         model.train()
         t0 = time.perf_counter()
-        bar = _progress(len(enc_train), f"epoch {epoch}")
-        tot = {"loss": 0.0, "nll": 0.0, "tokens": 0, "exp_seg": 0.0, "K": 0.0, "n": 0}
+        bar = _progress(len(enc_train), f"epoch {epoch}") if par.main else None
+        tot = torch.zeros(6, dtype=torch.float64, device=device)  # loss·n, nll, tokens, seg·n, K·n, n
+        seen = 0  # global examples, counted on the host
         curve = []  # in-epoch validation on a dev subset (--val-every)
-        for step, b in enumerate(batches(enc_train, V, tcfg.batch_size, shuffle=True, seed=tcfg.seed + epoch), 1):
-            st = train_step(model, optimizer, b, tcfg.clip)
+        for step, b in enumerate(batches(enc_train, V, tcfg.batch_size, shuffle=True, seed=tcfg.seed + epoch,
+                                         rank=par.rank, world=par.world), 1):
+            st = trainer.step(b)
+            n = b.size
+            tot[:5] += torch.stack([st["loss"].double() * n, st["nll"].double(), st["tokens"].double(),
+                                    st["exp_seg"].double() * n, st["K"].double() * n])
+            tot[5] += n
+            seen += b.global_size or n
             if tcfg.val_every and step % tcfg.val_every == 0:
-                v = evaluate_loss(model, enc_dev[: tcfg.val_subset], V, tcfg.batch_size)
+                v = evaluate_loss(model, enc_dev[: tcfg.val_subset], V, tcfg.batch_size, par)
                 curve.append({"step": step, **v})
                 line = f"  step {step}: val nll/token {v['val_nll']:.4f}"
                 if tcfg.model == "seg":
                     line += f" | E[#seg] {v['val_exp_seg']:.2f} vs K {v['val_K']:.2f}"
-                (bar.write if bar is not None else print)(line)
-            for key in ("nll", "tokens", "n"):
-                tot[key] += st[key]
-            for key in ("loss", "exp_seg", "K"):
-                tot[key] += st[key] * st["n"]
+                if par.main:
+                    (bar.write if bar is not None else print)(line)
             if bar is not None:
-                rate = tot["n"] / (time.perf_counter() - t0)
-                post = {"loss": f"{st['loss']:.3f}", "ex/s": f"{rate:.0f}"}
-                if tcfg.model == "seg":
-                    post["E[#seg]"] = f"{st['exp_seg']:.2f}"
-                    post["K"] = f"{st['K']:.2f}"
-                bar.set_postfix(post, refresh=False)
-                bar.update(st["n"])
+                if step % 10 == 1:  # the loss shown is copied to the host only every 10 steps
+                    post = {"loss": f"{float(st['loss']):.3f}", "ex/s": f"{seen / (time.perf_counter() - t0):.0f}"}
+                    if tcfg.model == "seg":
+                        post["E[#seg]"] = f"{float(st['exp_seg']):.2f}"
+                        post["K"] = f"{float(st['K']):.2f}"
+                    bar.set_postfix(post, refresh=False)
+                bar.update(b.global_size or n)
         if bar is not None:
             bar.close()
+        loss_n, nll, tokens, seg, k, n = par.all_reduce(tot).tolist()
         train_time = time.perf_counter() - t0
-        val = evaluate_loss(model, enc_dev, V, tcfg.batch_size)
-        n = max(tot["n"], 1)
+        val = evaluate_loss(model, enc_dev, V, tcfg.batch_size, par)
+        n = max(n, 1)
         entry = {
             "epoch": epoch,
             "lr": state["lr"],
-            "train_loss": tot["loss"] / n,
-            "train_nll": tot["nll"] / max(tot["tokens"], 1),
-            "train_exp_seg": tot["exp_seg"] / n,
-            "train_K": tot["K"] / n,
+            "train_loss": loss_n / n,
+            "train_nll": nll / max(tokens, 1),
+            "train_exp_seg": seg / n,
+            "train_K": k / n,
             **val,
             "train_seconds": train_time,
             "examples_per_second": n / train_time,
             "val_curve": curve,
         }
+        if par.world > 1 or device.type != "cpu":
+            entry.update(processes=par.world, device=str(device))
         history.append(entry)
         improved = val["val_nll"] < state["best"]
         if improved:
             state["best"], state["bad"] = val["val_nll"], 0
-            ckpt.save(out, model, vocab, tcfg.dataset, train_cfg, history)
         else:
             state["bad"] += 1
             state["lr"] *= tcfg.lr_decay  # paper: decay by an order of magnitude when val loss rises
-            ckpt.write_history(out, history)
         state["epoch"] = epoch
-        ckpt.save_resume(out, model, optimizer, state)
+        if par.main:
+            if improved:
+                ckpt.save(out, model, vocab, tcfg.dataset, train_cfg, history)
+            else:
+                ckpt.write_history(out, history)
+            ckpt.save_resume(out, model, optimizer, state)
         msg = (
             f"epoch {epoch}: train loss {entry['train_loss']:.4f} nll/token {entry['train_nll']:.4f} | "
             f"val nll/token {val['val_nll']:.4f}{' (best)' if improved else ''}"
@@ -250,28 +390,34 @@ def fit(
         if tcfg.model == "seg":
             msg += f" | E[#seg] {val['val_exp_seg']:.2f} vs K {val['val_K']:.2f}"
         msg += f" | {entry['examples_per_second']:.0f} ex/s, {train_time:.0f} s"
-        print(msg, flush=True)
-        if on_epoch:
+        say(msg, flush=True)
+        if on_epoch and par.main:
             on_epoch(entry)
+    if par.world > 1:
+        torch.distributed.barrier()  # rank 0 has written the last checkpoint
     return history
 
 
-def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, steps: int) -> dict:
+def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, steps: int, device: str | torch.device = "cpu",
+               amp: bool = False) -> dict:
     """Throughput of training steps on real batches: examples/s and the projected epoch time."""
-    if tcfg.threads:
-        torch.set_num_threads(tcfg.threads)
+    device = resolve_device(device)
+    set_threads(tcfg.threads)
     torch.manual_seed(tcfg.seed)
     vocab, mcfg, enc_train, _ = prepare(dataclasses.replace(tcfg, max_val_examples=1), mcfg_overrides, data_dir)
-    model = build_model(mcfg)
-    optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
+    model = build_model(mcfg).to(device)
+    trainer = Trainer(model, torch.optim.Adam(model.parameters(), lr=tcfg.lr), device, amp=amp, clip=tcfg.clip)
     it = batches(enc_train, len(vocab), tcfg.batch_size, shuffle=True, seed=tcfg.seed)
-    train_step(model, optimizer, next(it), tcfg.clip)  # warm-up
+    float(trainer.step(next(it))["loss"])  # warm-up
     n, t0 = 0, time.perf_counter()
     for _ in range(steps):
-        n += train_step(model, optimizer, next(it), tcfg.clip)["n"]
+        b = next(it)
+        last = trainer.step(b)
+        n += b.size
+    float(last["loss"])  # wait for the device
     rate = n / (time.perf_counter() - t0)
     return {"model": tcfg.model, "examples_per_second": rate, "epoch_minutes": len(enc_train) / rate / 60,
-            "train_examples": len(enc_train), "threads": torch.get_num_threads(), "config": mcfg.to_json()}
+            "train_examples": len(enc_train), "threads": torch.get_num_threads(), "device": str(device), "config": mcfg.to_json()}
 
 
 def _interrupt(signum, frame):
@@ -286,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="checkpoint directory")
     p.add_argument("--resume", action="store_true", help="continue after the last finished epoch in --out")
     p.add_argument("--time-steps", type=int, default=0, help="only time N training steps and print examples/s")
+    p.add_argument("--device", choices=DEVICES, default="auto", help="auto: CUDA when present, else the CPU")
+    p.add_argument("--amp", action="store_true", help="mixed precision for the networks on CUDA (the dynamic program stays float32)")
     add_config_args(p, TrainConfig, skip=("dataset", "model"))
     add_config_args(p, ModelConfig, skip=("kind", "vocab_size"))
     args = p.parse_args(argv)
@@ -295,14 +443,15 @@ def main(argv: list[str] | None = None) -> int:
     mover = {f.name: getattr(args, f.name) for f in dataclasses.fields(ModelConfig) if f.name not in ("kind", "vocab_size") and getattr(args, f.name) is not None}
     try:
         if args.time_steps:
-            r = time_steps(tcfg, mover, args.data_dir, args.time_steps)
-            print(f"{r['model']}: {r['examples_per_second']:.1f} examples/s on {r['threads']} threads; "
+            r = time_steps(tcfg, mover, args.data_dir, args.time_steps, args.device, args.amp)
+            print(f"{r['model']}: {r['examples_per_second']:.1f} examples/s on {r['device']}, {r['threads']} threads; "
                   f"projected epoch over {r['train_examples']} examples: {r['epoch_minutes']:.1f} min")
             return 0
         if args.out is None:
             p.error("--out is required")
-        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume, resume_lr=args.lr if args.resume else None)
-    except DataError as e:
+        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume, resume_lr=args.lr if args.resume else None,
+            device=args.device, amp=args.amp)
+    except (DataError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except ckpt.CheckpointError as e:
@@ -311,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted; the last finished epoch is saved in {args.out}. Continue with --resume.", file=sys.stderr)
         return 130
+    finally:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
     return 0
 
 
