@@ -24,7 +24,7 @@ for s in summaries:
     if s.error and s in shown:
         ui.warning(f"{s.name}: {s.error}")
 if not shown:
-    st.warning(f"No {dataset} checkpoints in `{root}` yet (found: {', '.join(s.name for s in summaries)}).")
+    st.warning(f"No {dataset} checkpoints in `{root}` yet (found: {viz.esc(', '.join(s.name for s in summaries))}).")
     st.stop()
 
 st.subheader("Dev-set metrics")
@@ -33,7 +33,7 @@ without = [s.name for s in shown if not s.metrics and not s.error]
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="results_metrics")
 if without:
-    st.info(f"No metrics yet for {', '.join(without)} (written into metrics.json by `python -m segviz.report --checkpoint DIR`).")
+    st.info(f"No metrics yet for {viz.esc(', '.join(without))} (written into metrics.json by `python -m segviz.report --checkpoint DIR`).")
 
 st.subheader("Training")
 df = viz.curves_frame({s.name: s.history for s in shown})

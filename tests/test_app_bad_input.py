@@ -86,6 +86,12 @@ def test_markup_in_plan_editor_record_list_is_literal(env):
     assert rows == ["**1.** record 1: <code>name&#91;&#42;&#42;bold&#42;&#42; &#36;x^2&#36; &#96;code&#96;&#93;</code>"]
 
 
+def test_plan_editor_bad_link_is_dropped_from_the_url(env):
+    at = _run(PLAN, dataset="e2e", records=json.dumps([["name", MARKUP]] * 2))
+    assert len(at.error) == 1 and _literal(at.error[0].value, "duplicate attribute 'name'")
+    assert "records" not in at.query_params
+
+
 def test_markup_in_an_uploaded_file_is_literal_in_the_error(env):
     at = _run(INSPECTOR)
     at.radio(key="insp_source").set_value("upload").run()
