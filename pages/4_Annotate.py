@@ -19,7 +19,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from segviz import ui
+from segviz import ui, viz
 from segviz.annotate import (
     FLAG_NAMES,
     AnnotationError,
@@ -146,7 +146,7 @@ def annotator_id() -> str | None:
     try:
         annotator = validate_annotator(raw)
     except AnnotationError as exc:
-        st.sidebar.error(str(exc))
+        st.sidebar.error(viz.esc(exc))  # the id as typed, shown literally
         return None
     if qp.get("annotator") != annotator:
         qp["annotator"] = annotator
@@ -174,7 +174,7 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
         st.caption("All campaigns and answers are stored in this database (`SEGVIZ_ANNOTATE_DB` sets another):")
         st.code(display_url(store.url), language=None)
         specs = {s.name: s for s in sv.available_systems(dataset)}
-        st.caption(f"Systems come from `{sv.default_checkpoints_dir()}` ({dataset} checkpoints; "
+        st.caption(f"Systems come from {viz.esc(sv.default_checkpoints_dir())} ({dataset} checkpoints; "
                    "`SEGVIZ_CHECKPOINTS` overrides). Inputs are sampled first (the paper: 20 per record "
                    "count K), then generated with beam 5.")
         name = st.text_input("Campaign name", value=f"{dataset}-dev-{date.today().isoformat()}", key="ann_new_name")
@@ -191,10 +191,10 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
             try:
                 sv.build_campaign(store, name.strip(), dataset, split, [specs[n] for n in chosen],
                                   {f.name: f.getvalue() for f in files or []}, per_k=int(per_k), seed=int(seed),
-                                  progress=lambda f, m: bar.progress(f, text=m), prefill=prefill)
+                                  progress=lambda f, m: bar.progress(f, text=viz.esc(m)), prefill=prefill)
             except (AnnotationError, OSError, RuntimeError) as exc:
                 bar.empty()
-                st.error(f"Campaign not created: {exc}")
+                ui.error(f"Campaign not created: {exc}")
             else:
                 st.session_state["ann_new_campaign"] = name.strip()
                 st.rerun()
@@ -206,7 +206,7 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
             try:
                 c = import_file(store, upload.getvalue(), new_name.strip() or None)
             except AnnotationError as exc:
-                st.error(f"Nothing imported: {exc}")
+                ui.error(f"Nothing imported: {exc}")
             else:
                 st.session_state["ann_new_campaign"] = c["name"]
                 st.rerun()
@@ -324,12 +324,12 @@ def main() -> None:
     campaign = pick_campaign(store)
     error = st.session_state.pop("ann_error", None)
     if error:
-        st.error(f"Not saved: {error}")
+        ui.error(f"Not saved: {error}")
     create_section(store, settings["dataset"], expanded=campaign is None)
     if campaign is None:
         st.info("No campaign yet: create one above or import an export.")
         return
-    st.caption(f"Campaign **{campaign['name']}** · {campaign['dataset']} {campaign['split']}")
+    st.caption(f"Campaign **{viz.esc(campaign['name'])}** · {campaign['dataset']} {campaign['split']}")
     if annotator is None:
         st.warning("Enter your annotator id in the sidebar (or open a link ending in ?annotator=NAME) to start.")
     else:

@@ -3,6 +3,7 @@ results and export, campaign creation from tiny checkpoints."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,19 @@ def test_default_database_is_outside_the_repository(tmp_path: Path, monkeypatch)
     assert expected.is_file()
     assert f"sqlite:///{expected.as_posix()}" in [c.value for c in at.code]  # the page says where
     assert databases() == before
+
+
+def test_user_text_is_shown_literally(store: Store) -> None:
+    """Campaign names, annotator ids and outputs with Markdown / LaTeX are shown as typed."""
+    name = "$x^2$ **c**"
+    inputs = [Input("in0", RECORDS)]
+    create_campaign(store, name, "e2e", "dev", {"s": [Output("in0", "It's **bold** and $y$.")]}, inputs)
+    at = app("**bob**")
+    assert not at.exception
+    (err,) = at.sidebar.error
+    assert "'**bob**' is not allowed" in html.unescape(err.value) and not set(err.value) & set("*$`")
+    caption = next(c.value for c in at.caption if "Campaign" in c.value)
+    assert f"Campaign **{name}**" in html.unescape(caption) and caption.count("*") == 4  # only the bold markers
+    at = app("bob")
+    text = next(m.value for m in at.markdown if "segviz-text" in m.value)
+    assert "It's **bold** and $y$." in html.unescape(text) and not set(text) & set("*$`")

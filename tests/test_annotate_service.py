@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -244,10 +245,15 @@ def test_segments_html_escapes_and_keeps_text(hand: Store) -> None:
     out = sv.segments_html(item)
     assert "<b>" not in out and "&lt;b&gt;Eagle&lt;/b&gt;" in out
     assert out.count("<span") == 3 and sv.record_colour(0) in out and sv.record_colour(1) in out
-    assert 'title="name[The &lt;b&gt;Eagle&lt;/b&gt;]"' in out
-    assert "<b>" not in sv.records_html(item) and "3. area[riverside]" in sv.records_html(item)
+    assert 'title="name&#91;The &lt;b&gt;Eagle&lt;/b&gt;&#93;"' in out
+    assert "<b>" not in sv.records_html(item) and "3. area[riverside]" in html.unescape(sv.records_html(item))
     no_seg = dict(item, segments=None)
     assert sv.segments_html(no_seg) == '<div class="segviz-text">The &lt;b&gt;Eagle&lt;/b&gt; is a pub.</div>'
+    # Markdown and LaTeX in model output or labels are shown literally, escaped once
+    markup = "It's $x^2$ **bold** `code`"
+    marked = dict(item, text=markup, segments=None, labels=[markup] * 3)
+    for block in (sv.segments_html(marked), sv.records_html(marked)):
+        assert markup in html.unescape(block) and not set(block) & set("*$`")
 
 
 def test_segment_pieces_are_the_text() -> None:

@@ -22,7 +22,6 @@ a whole split. Our choices where the paper is silent:
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import os
@@ -44,6 +43,7 @@ from segviz.annotate.campaign import (
 )
 from segviz.annotate.store import FLAG_NAMES, UNSET, AnnotationError, Store, normalize_segments
 from segviz.records import Record, detokenize, tokenize
+from segviz.viz import esc
 
 __all__ = [
     "SystemSpec",
@@ -441,21 +441,22 @@ def _pieces(text: str, tokens: list[str], segments: list[list], records: list[Re
 
 
 def segments_html(item: dict) -> str:
-    """The item's text as HTML, each segment on the colour of its record (every text escaped).
+    """The item's text as HTML, each segment on the colour of its record (every text escaped once
+    with :func:`segviz.viz.esc`: no HTML, Markdown or LaTeX of its own).
 
     Without an alignment, the plain escaped text."""
     alignment = _alignment(item)
     if not alignment or not alignment["segments"]:
-        return f'<div class="segviz-text">{html.escape(item["text"])}</div>'
+        return f'<div class="segviz-text">{esc(item["text"])}</div>'
     records = [Record.from_json(r) for r in item["records"]]
     spans = []
     for piece, rec in _pieces(item["text"], alignment["tokens"], alignment["segments"], records):
         stripped = piece.lstrip()
-        lead, body = (" " if len(stripped) < len(piece) else ""), html.escape(stripped)
+        lead, body = (" " if len(stripped) < len(piece) else ""), esc(stripped)
         if rec is None:
             spans.append(f'{lead}<span style="color:#555" title="no record">{body}</span>')
         else:
-            title = html.escape(item["labels"][rec], quote=True)
+            title = esc(item["labels"][rec])
             spans.append(f'{lead}<span style="background:{record_colour(rec)};border-radius:3px;padding:0 2px" '
                          f'title="{title}">{body}</span>')
     return f'<div class="segviz-text" style="line-height:1.9;font-size:1.1em">{"".join(spans)}</div>'
@@ -464,7 +465,7 @@ def segments_html(item: dict) -> str:
 def records_html(item: dict) -> str:
     """The input records as an HTML list, each on its colour (labels escaped)."""
     rows = [f'<li><span style="background:{record_colour(k)};border-radius:3px;padding:0 4px">'
-            f"{k + 1}. {html.escape(label)}</span></li>" for k, label in enumerate(item["labels"])]
+            f"{k + 1}. {esc(label)}</span></li>" for k, label in enumerate(item["labels"])]
     return f'<ul style="list-style:none;padding-left:0;line-height:1.9">{"".join(rows)}</ul>'
 
 
