@@ -67,7 +67,7 @@ left, right = st.columns([3, 2])
 with left:
     st.selectbox(
         "Load an example (bundled, then dev set)", options, key="playground_example", on_change=_pick_example,
-        help=dev_msg or "Bundled examples first, then distinct inputs of the dev set.",
+        help=viz.esc(dev_msg) if dev_msg else "Bundled examples first, then distinct inputs of the dev set.",
     )
     table = st.data_editor(
         pd.DataFrame(ss["playground_rows"], columns=service.columns(dataset), dtype="string"),

@@ -40,6 +40,7 @@ __all__ = [
     "checkpoint_root",
     "checkpoint_path",
     "checkpoint_stamp",
+    "checkpoint_mismatch",
     "columns",
     "rows_from_records",
     "records_from_rows",
@@ -112,6 +113,16 @@ def missing_message(dataset: str, kind: str, error: Exception | str | None = Non
         f"{head} It may not be trained yet: run python -m segviz.train --dataset {dataset} --model {kind} "
         f"--out {path}, or point ${CHECKPOINT_ENV} at a folder holding {dataset}-{kind}/."
     )
+
+
+def checkpoint_mismatch(ck: Checkpoint, dataset: str, kind: str) -> str | None:
+    """Why ``ck`` cannot be the app's ``kind`` (seg / pg) model for ``dataset``; None if it can."""
+    file = Path(ck.path or ".") / "config.json"
+    if ck.dataset != dataset:
+        return f"{file}: field 'dataset' is {ck.dataset!r}, but the app loads this folder as its {dataset} model"
+    if ck.model_config.kind != kind:
+        return f"{file}: field 'model.kind' is {ck.model_config.kind!r}, but the app loads this folder as its {kind!r} model"
+    return None
 
 
 # ----- records <-> table rows <-> URL ------------------------------------------------------------

@@ -46,24 +46,24 @@ def get_checkpoint(dataset: str, kind: str) -> tuple[ckpt.Checkpoint | None, str
     key = checkpoint_key(dataset, kind)
     if key is None:
         return None, service.missing_message(dataset, kind)
-    try:
-        return load_checkpoint(*key), None
-    except ckpt.CheckpointError as e:
-        return None, service.missing_message(dataset, kind, e)
+    return _load(key, dataset, kind)
 
 
-def _from_key(key: tuple[str, float] | None) -> ckpt.Checkpoint | None:
-    return _load(key, "", "")[0]
+def _from_key(key: tuple[str, float] | None, dataset: str, kind: str) -> ckpt.Checkpoint | None:
+    return _load(key, dataset, kind)[0]
 
 
 def _load(key: tuple[str, float] | None, dataset: str, kind: str) -> tuple[ckpt.Checkpoint | None, str | None]:
-    """The checkpoint at ``key``, or ``None`` and why it cannot be loaded (``None`` if it is absent)."""
+    """The ``kind`` model of ``dataset`` at ``key``, or ``None`` and why it is unusable (``None``
+    if it is absent)."""
     if key is None:
         return None, None
     try:
-        return load_checkpoint(*key), None
+        ck = load_checkpoint(*key)
     except ckpt.CheckpointError as e:
         return None, service.missing_message(dataset, kind, e)
+    problem = service.checkpoint_mismatch(ck, dataset, kind)
+    return (None, service.missing_message(dataset, kind, problem)) if problem else (ck, None)
 
 
 def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]) -> None:
@@ -111,13 +111,13 @@ def compare(dataset: str, records_param: str, constraints: str, beam: int, seg_k
 @st.cache_data(show_spinner="Decoding with the plan…", max_entries=128)
 def generate_with_plan(dataset: str, records_param: str, plan: tuple[int, ...], beam: int, seg_key) -> service.SystemView:
     records = service.records_from_param(dataset, records_param)
-    return service.generate_with_plan(dataset, records, _from_key(seg_key), list(plan), beam)
+    return service.generate_with_plan(dataset, records, _from_key(seg_key, dataset, "seg"), list(plan), beam)
 
 
 @st.cache_data(show_spinner="Sampling structures…", max_entries=64)
 def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int, seg_key) -> list[service.SystemView]:
     records = service.records_from_param(dataset, records_param)
-    return service.sample_plans(dataset, records, _from_key(seg_key), n, seed, beam)
+    return service.sample_plans(dataset, records, _from_key(seg_key, dataset, "seg"), n, seed, beam)
 
 
 def dev_inputs(dataset: str) -> tuple[list[tuple[str, list[Record]]], str | None]:
@@ -217,7 +217,7 @@ def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: in
     inputs = dev_inputs(dataset)[0] or list(_bundled(dataset).items())
     bar = st.progress(0.0, text="Decoding…")  # created inside: the cache can replay it
     cases = service.run_systems(
-        dataset, inputs[:n], _from_key(seg_key), _from_key(pg_key), constraints, beam,
+        dataset, inputs[:n], _from_key(seg_key, dataset, "seg"), _from_key(pg_key, dataset, "pg"), constraints, beam,
         progress=progress_callback(bar, "Decoding"),
     )
     bar.empty()
@@ -229,7 +229,7 @@ def cases_from_file(dataset: str, data: bytes, seg_key) -> list[service.Case]:
     """An uploaded ``MR<TAB>output`` file as cases (raises OutputFileError, not cached)."""
     located = service.parse_output_lines(dataset, data)
     pairs = [(records, text) for _, records, text in located]
-    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key), lines=[n for n, _, _ in located])
+    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"), lines=[n for n, _, _ in located])
 
 
 def _bundled(dataset: str) -> dict[str, list[Record]]:

@@ -115,6 +115,22 @@ def test_playground_says_why_a_checkpoint_is_unusable(broken):
     assert len(_texts(at)) == 1  # PG still generates
 
 
+def test_a_checkpoint_of_the_wrong_dataset_or_kind_is_unusable(env, tmp_path, monkeypatch):
+    root = tmp_path / "ck"
+    shutil.copytree(env / "e2e-seg", root / "e2e-seg")
+    shutil.copytree(env / "e2e-seg", root / "e2e-pg")  # a segment model where the PG model belongs
+    shutil.copytree(env / "e2e-seg", root / "webnlg-seg")  # an E2E model where the WebNLG one belongs
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(root))
+    at = _generate(_run(APP), service.rows_from_records("e2e", [Record("name", "Zizzi")]))
+    assert len(_texts(at)) == 1 and len(at.error) == 1
+    assert html.unescape(at.error[0].value).endswith(
+        f"It cannot be loaded: {root / 'e2e-pg' / 'config.json'}: field 'model.kind' is 'seg', "
+        "but the app loads this folder as its 'pg' model")  # fmt: skip
+    at = _run(PLAN, dataset="webnlg")
+    assert len(at.error) == 1 and html.unescape(at.error[0].value).endswith(
+        f"{root / 'webnlg-seg' / 'config.json'}: field 'dataset' is 'e2e', but the app loads this folder as its webnlg model")
+
+
 def test_plan_editor_says_why_a_checkpoint_is_unusable(broken):
     at = _run(PLAN, dataset="e2e")
     assert len(at.error) == 1 and "field 'model.hidden' must be an even integer" in html.unescape(at.error[0].value)
