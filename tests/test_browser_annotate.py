@@ -173,3 +173,52 @@ def test_annotate_reload_export(server, tmp_path: Path) -> None:
     assert set(done) == {order[0], order[1]}
     assert (done[order[0]]["fluency"], done[order[1]]["fluency"]) == ("4", "2")
     assert done[order[0]]["human_wrong"] == "[0]" and len(rows) == 3
+
+
+def _wait_saved(url: str, item: int, annotator: str, version: int) -> dict:
+    """The annotation once the store holds ``version`` saves of it (the click has been saved)."""
+    deadline = time.monotonic() + 30
+    with Store(url) as store:
+        while True:
+            a = store.annotation(item, annotator)
+            if (a and a["version"] >= version) or time.monotonic() > deadline:
+                return a
+            time.sleep(0.2)
+
+
+def test_two_tabs_lose_nothing(server) -> None:
+    """The same annotator in two tabs: tab B (stale) ticks another record; tab A's tick is kept,
+    and each tab, once it saves, is told and shows every saved tick."""
+    base, url = server
+    with Store(url) as store:
+        first = items_for(store, "demo", "carol")[0]
+    item = first["item_id"]
+    prefill = {(int(k), f) for k, fs in (first["prefill"] or {}).items() for f, v in fs.items() if v}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1300})
+            tabs = [context.new_page(), context.new_page()]
+            for tab in tabs:
+                tab.goto(f"{base}/Annotate?annotator=carol&campaign=demo")
+                _wait_text(tab, "0 of 3 done · item 1 of 3")
+            tab_a, tab_b = tabs
+
+            def box(tab, k: int, flag: str):
+                return tab.locator(f".st-key-ann_flag_{item}_{k}_{flag}").get_by_role("checkbox")
+
+            box(tab_a, 0, "wrong").check(force=True)
+            _wait_saved(url, item, "carol", 1)
+            box(tab_b, 2, "missing").check(force=True)
+            _wait_text(tab_b, "had been changed in another tab")
+            sync_api.expect(box(tab_b, 0, "wrong")).to_be_checked(timeout=30_000)  # B now shows A's tick
+            tab_a.locator(f".st-key-ann_flu_{item}").get_by_text("3", exact=True).click()
+            _wait_text(tab_a, "had been changed in another tab")
+            sync_api.expect(box(tab_a, 2, "missing")).to_be_checked(timeout=30_000)  # A shows B's tick
+            sync_api.expect(box(tab_a, 0, "wrong")).to_be_checked()
+        finally:
+            browser.close()
+    saved = _wait_saved(url, item, "carol", 3)
+    ticked = {(int(k), f) for k, fs in saved["flags"].items() for f, v in fs.items() if v}
+    assert ticked == {(0, "wrong"), (2, "missing")} | prefill
+    assert (saved["fluency"], saved["version"]) == (3, 3)
