@@ -94,10 +94,11 @@ _SUFFIXES = {"e2e": (".xml",), "webnlg": (".csv", ".tsv")}  # the other dataset'
 
 def read_located_inputs(dataset: str, path: Path, model: str = "the checkpoint") -> list[tuple[str, list[Record], str]]:
     """``(key, records, where)`` for every input of ``path``; ``where`` names the file and line."""
-    if Path(path).suffix.lower() in _SUFFIXES.get(dataset, ()):
+    if Path(path).suffix.lower() in _SUFFIXES.get(dataset, ()) or (dataset == "e2e" and Path(path).is_dir()):
         expected = "a CSV with an 'mr' column" if dataset == "e2e" else "WebNLG XML (a file or folder of <entry> elements)"
         name = "an E2E" if dataset == "e2e" else "a WebNLG"
-        raise InputError(f"{path}: {model} is {name} model and reads {expected}, not a {Path(path).suffix} file")
+        got = "a folder" if Path(path).is_dir() else f"a {Path(path).suffix} file"
+        raise InputError(f"{path}: {model} is {name} model and reads {expected}, not {got}")
     return _read_e2e(path) if dataset == "e2e" else _read_webnlg(path)
 
 
@@ -183,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)")
     args = p.parse_args(argv)
+    for name in ("beam", "no_repeat_ngram", "limit", "threads"):
+        if getattr(args, name) < (1 if name == "beam" else 0):
+            p.error(f"--{name.replace('_', '-')} must be at least {1 if name == 'beam' else 0}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)

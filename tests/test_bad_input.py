@@ -130,6 +130,15 @@ def test_generate_xml_given_to_an_e2e_checkpoint_exits_2(ckpts, tmp_path):
     assert_clean_failure(proc, "is an E2E model", "CSV with an 'mr' column")
 
 
+def test_generate_folder_given_to_an_e2e_checkpoint_and_bad_numbers_exit_2(ckpts, tmp_path):
+    proc = cli("generate", "--checkpoint", ckpts / "e2e-seg", "--input", tmp_path, "--output", tmp_path / "o.tsv")
+    assert_clean_failure(proc, "is an E2E model and reads a CSV with an 'mr' column, not a folder")
+    (tmp_path / "in.csv").write_text(f'mr\n"{MRS[4][0]}"\n', encoding="utf-8")
+    proc = cli("generate", "--checkpoint", ckpts / "e2e-seg", "--input", tmp_path / "in.csv", "--output", tmp_path / "o.tsv",
+               "--beam", 0)  # fmt: skip
+    assert_clean_failure(proc, "--beam must be at least 1")
+
+
 def test_generate_malformed_triple_names_file_line_and_entry(ckpts, tmp_path):
     f = tmp_path / "in.xml"
     f.write_text(WEBNLG_XML.format(triple="Aarhus_Airport | cityServed"), encoding="utf-8")
