@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples, tokenize
+from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,10 @@ def load_webnlg(path: Path) -> list[Example]:
     out = []
     for entry in read_webnlg(path):
         key = f"{entry.category}/{entry.size}/{entry.eid}"
-        records = parse_webnlg_triples(entry.triples)
+        try:
+            records = parse_webnlg_triples(entry.triples)
+        except RecordError as e:
+            raise RecordError(f"{entry.where}: {e}") from None
         for lex in entry.lexs:
             out.append(Example(key, records, tokenize(lex), list(entry.lexs)))
     return out

@@ -200,3 +200,13 @@ def test_evaluate_webnlg_malformed_refs_and_triples_exit_2(tmp_path):
     (tmp_path / "t.xml").write_text(WEBNLG_XML.format(triple="a | b"), encoding="utf-8")
     proc = cli("evaluate", "--dataset", "webnlg", "--refs", tmp_path / "t.xml", "--hyps", tmp_path / "h.txt", "--no-meteor")
     assert_clean_failure(proc, f"{tmp_path / 't.xml'}, line 6 (entry Id2): triple must have 3 parts")
+
+
+def test_load_webnlg_names_file_line_and_entry_of_a_bad_triple(tmp_path):
+    from segviz.data import load_webnlg
+    from segviz.records import RecordError
+
+    f = tmp_path / "1triples.xml"
+    f.write_text(WEBNLG_XML.format(triple="a | | c"), encoding="utf-8")
+    with pytest.raises(RecordError, match=r"1triples\.xml, line 6 \(entry Id2\): empty predicate in triple"):
+        load_webnlg(f)
