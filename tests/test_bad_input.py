@@ -210,3 +210,10 @@ def test_load_webnlg_names_file_line_and_entry_of_a_bad_triple(tmp_path):
     f.write_text(WEBNLG_XML.format(triple="a | | c"), encoding="utf-8")
     with pytest.raises(RecordError, match=r"1triples\.xml, line 6 \(entry Id2\): empty predicate in triple"):
         load_webnlg(f)
+
+
+def test_app_warns_about_a_value_longer_than_any_in_training():
+    from segviz import service
+
+    parsed = service.records_from_rows("e2e", [{"attribute": "name", "value": "x" * 2000}])
+    assert parsed.warnings == ["row 1: the value has 2,000 characters; the models were trained on values of at most 200"]
