@@ -215,7 +215,7 @@ def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: lis
     """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long)."""
     long, out = results.get("long", []), {}
     big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
-    for half in HALVES:
+    for half in [h for h in HALVES if any(it.half == h for it in items)]:
         if "forced" in results:
             own = {s: aggregate(_select(long, items, half, s, big)) for s in systems}
             forced = {
@@ -235,7 +235,7 @@ def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: lis
                 for s in systems
             }
         if long:
-            Ks = sorted({len(items[r["item"]].records) for r in long})
+            Ks = sorted({len(it.records) for it in items if it.half == half})
             out.setdefault("long", {})[half] = {
                 str(K): {
                     s: aggregate(_select(long, items, half, s, lambda it, K=K: len(it.records) == K), items)

@@ -1,0 +1,176 @@
+"""Stress suites (segviz.stress) on the tiny checkpoints: values they compute, not that they ran."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import DATA_DIR, data_available
+
+from segviz import checkpoint, faithfulness, invented, stress
+from segviz.examples import EXAMPLES, REFERENCES
+from segviz.records import parse_e2e_mr
+
+
+def _items(dataset: str) -> list[stress.DevItem]:
+    return [stress.DevItem(name, recs, [REFERENCES[name]]) for name, recs in EXAMPLES[dataset].items()]
+
+
+@pytest.fixture(scope="module")
+def e2e_run(tiny):
+    systems = stress.Systems(checkpoint.load(tiny / "e2e-seg"), checkpoint.load(tiny / "e2e-pg"), beam=2)
+    items = _items("e2e")
+    return systems, items, stress.run(systems, items, list(stress.SUITES), seed=0)
+
+
+def test_halves_are_a_stable_order_free_hash():
+    recs = parse_e2e_mr("name[The Eagle], eatType[pub], near[Café Brazil]")
+    assert stress.half_of(recs) == stress.half_of(list(reversed(recs)))
+    # fixed by sha1 of the sorted labels: must not change between runs or Python versions
+    assert [stress.half_of(parse_e2e_mr(f"name[Venue {i}]")) for i in range(8)] == [
+        "report", "report", "report", "tune", "report", "report", "report", "report"
+    ]  # fmt: skip
+
+
+def test_plans_are_seeded_permutations_and_the_reversed_order():
+    recs = EXAMPLES["e2e"]["The Copper Kettle (8 slots)"]
+    plans = stress.plans_for(recs, seed=0)
+    assert [k for k, _ in plans] == ["random"] * 3 + ["reversed"]
+    assert all(sorted(p) == list(range(1, 9)) for _, p in plans)
+    assert plans[-1][1] == [8, 7, 6, 5, 4, 3, 2, 1]
+    assert plans == stress.plans_for(recs, seed=0) and plans != stress.plans_for(recs, seed=1)
+    assert len({tuple(p) for _, p in plans[:3]}) == 3
+
+
+def test_forced_plan_outputs_follow_their_plans(e2e_run):
+    systems, items, results = e2e_run
+    big = [i for i, it in enumerate(items) if len(it.records) >= stress.FORCED_MIN_K]
+    assert sorted({r["item"] for r in results["forced"]}) == big
+    assert len(results["forced"]) == 4 * len(big)
+    for row in results["forced"]:
+        out = systems.decode(items[row["item"]].records, row["system"], row["plan"])
+        assert out.text == row["text"]
+        order = [k for _, _, k in out.segments if k is not None]
+        assert list(dict.fromkeys(order)) == row["plan"]  # the records come in the forced order
+
+
+def test_counts_are_the_checkers(e2e_run):
+    systems, items, results = e2e_run
+    rows = results["long"]
+    assert {r["system"] for r in rows} == {"none", "r", "rm", "pg"} and len(rows) == 4 * len(items)
+    agg = stress.aggregate([r for r in rows if r["system"] == "rm"], items)
+    reports = [
+        faithfulness.check("e2e", items[r["item"]].records, r["text"]) for r in rows if r["system"] == "rm"
+    ]
+    expect = faithfulness.totals(reports)
+    assert agg["ser"] == pytest.approx(expect["slot_error_rate"])
+    assert (agg["missing"], agg["wrong"], agg["total_records"]) == (expect["missing"], expect["wrong"], 21)
+    assert 0.0 <= agg["bleu"] <= 1.0 and 0.0 <= agg["faithful_share"] <= 1.0
+
+
+def test_unseen_values_are_invented_and_checked_verbatim(e2e_run):
+    _, items, results = e2e_run
+    for row in results["unseen"]:
+        orig = items[row["item"]].records
+        names = [v for k, v, _ in row["verbatim"] if k == "name"]
+        assert len(names) == 1 and names[0] in invented.NAMES and names[0] != orig[0].value
+        for _, value, ok in row["verbatim"]:
+            assert ok == invented.states_verbatim(value, row["text"])
+
+
+def test_aggregate_on_hand_made_rows():
+    seg = {"record_segments": 4, "faithful": 3, "null_segments": 1}
+    rows = [
+        {"item": 0, "system": "rm", "text": "a", "fallback": False, "seg": seg,
+         "faith": {"wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 1, "total_records": 6},
+         "verbatim": [["name", "X", True], ["near", "Y", False]]},
+        {"item": 1, "system": "rm", "text": "b", "fallback": True, "seg": {**seg, "faithful": 1},
+         "faith": {"wrong": 0, "repeated": 1, "missing": 0, "hallucinated": 0, "total_records": 4},
+         "verbatim": [["name", "Z", True]]},
+    ]  # fmt: skip
+    a = stress.aggregate(rows)
+    assert a["ser"] == pytest.approx(4 / 10) and a["faithful_share"] == pytest.approx(4 / 8)
+    assert (a["verbatim_name"], a["verbatim_near"], a["verbatim_all"], a["fallbacks"]) == (1.0, 0.0, 0.5, 1)
+
+
+def test_summary_and_tables(e2e_run):
+    systems, items, results = e2e_run
+    summary = stress.summarise(results, items, systems.names)
+    assert set(summary) == {"forced", "unseen", "long"}
+    halves = {it.half for it in items}
+    assert set(summary["long"]) == halves
+    text = stress.render(summary)
+    assert text.count("**Forced plans,") == len(halves) and "ours, forced reversed plan" in text
+    assert "name verbatim" in text and "+RM cost (BLEU)" in text
+
+
+def test_webnlg_substitution_keeps_entities_consistent():
+    recs = EXAMPLES["webnlg"]["Ajoblanco (4 triples)"]
+    sub = invented.substitute_webnlg(recs, seed=0)
+    assert sub[0].subject == sub[1].subject == sub[3].subject  # Ajoblanco, three times
+    assert sub[2].subject == sub[0].value  # Spain: object of one triple, subject of another
+    assert all(r.attribute == s.attribute for r, s in zip(recs, sub, strict=True))
+    aarhus = invented.substitute_webnlg(EXAMPLES["webnlg"]["Aarhus Airport (2 triples)"], seed=0)
+    assert aarhus[1].value == "2776.0"  # numbers are kept
+    kinds = invented.invented_values(recs, sub)
+    assert {k for k, _ in kinds} == {"entity"} and all("_" not in v for _, v in kinds)
+
+
+def test_verbatim_match():
+    assert invented.states_verbatim("O'Malley's Tavern", "We like o'malley's  tavern.")
+    assert not invented.states_verbatim("O'Malley's Tavern", "We like O'Malley ' s Tavern.")
+    assert not invented.states_verbatim("Café Ørsted", "Cafe Orsted is here")
+    assert not invented.states_verbatim("Wrenfield", "Wrenfields")
+
+
+def test_invented_lists():
+    assert len(set(invented.NAMES)) >= 60 and len(set(invented.PLACES)) >= 30
+    values = invented.NAMES + invented.PLACES
+    assert any("'" in v for v in values) and any(re.search(r"\d", v) for v in values)
+    assert any(re.search(r"[éèôçØ]", v) for v in values) and sum(" " in v for v in values) >= 60
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data")
+def test_invented_values_never_occur_in_training_data():
+    text = (DATA_DIR / "e2e" / "train.csv").read_text(encoding="utf-8").lower()
+    text += "".join(
+        p.read_text(encoding="utf-8").lower().replace("_", " ")
+        for p in (DATA_DIR / "webnlg" / "train").rglob("*.xml")
+    )
+    candidates = [
+        v for v in invented.NAMES + invented.PLACES if v.lower() in text
+    ]  # fast substring pre-filter
+    found = [v for v in candidates if re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", text)]
+    assert found == []
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data")
+def test_cli_on_dev(tiny, tmp_path, capsys):
+    out = tmp_path / "s.json"
+    rc = stress.main(
+        [
+            "--checkpoint",
+            str(tiny / "e2e-seg"),
+            "--pg",
+            str(tiny / "e2e-pg"),
+            "--limit",
+            "4",
+            "--beam",
+            "1",
+            "--data-dir",
+            str(DATA_DIR),
+            "--json",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    import json
+
+    d = json.loads(out.read_text(encoding="utf-8"))
+    assert d["inputs"] == 4 and len(d["rows"]["long"]) == 16
+    assert "Unseen values" in capsys.readouterr().out
+
+
+def test_cli_rejects_a_pg_checkpoint_as_the_segment_model(tiny, capsys):
+    assert stress.main(["--checkpoint", str(tiny / "e2e-pg")]) == 2
+    assert "must be a segment model" in capsys.readouterr().err
