@@ -1,10 +1,13 @@
 """Benchmarks: what segmental decoding costs against full attention, and how it scales.
 
-    python -m segviz.bench [--json runs/bench.json] [--threads 1] [--small]
+    python -m segviz.bench [--json runs/bench.json] [--threads 1] [--small] [--train-only] [--train-threads 0]
 
 1. Training: one forward+backward step at batch 64 on E2E-sized batches for ``seg`` and
    ``pg``, the share of the ``seg`` step spent in the dynamic program, peak memory of each
    (peak RSS of a fresh child process that runs only that step).
+   Training throughput (first): both models in one process as ``segviz.train`` steps them
+   (clipping and Adam included), seg and pg alternately on the same real batches, all cores
+   by default (``--train-threads``): step ms, examples/s, seg/pg ratio, projected epoch time.
 2. Decoding: milliseconds per example, greedy and beam 5, ``seg`` (each constraint level) vs
    ``pg``, on E2E dev inputs with the shipped checkpoints.
 3. Scaling: synthetic inputs with K records of N tokens, same hidden sizes: decoding time per
@@ -20,6 +23,7 @@ model (record choice O(M) once per segment, attention O(N) within it) against ``
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing as mp
 import resource
@@ -100,19 +104,24 @@ def synthetic_batch(vocab: Vocab, B: int, K: int, N: int, T: int, seed: int = 0)
     return collate(items, len(vocab))
 
 
-def e2e_batches(n: int, B: int = 64, data_dir: Path | None = None):
-    """Real E2E training batches (vocab min_freq 5) or, without data, E2E-sized synthetic ones
-    (K = 6, ~4 tokens per record, T = 24, V = 1000)."""
+def e2e_batches(n: int, B: int = 64, data_dir: Path | None = None, with_size: bool = False):
+    """``n`` real E2E training batches as training forms them (vocabulary of the whole training
+    set, min_freq 5; batched by length) or, without data, E2E-sized synthetic ones (K = 6,
+    ~4 tokens per record, T = 24, V = 1000). ``with_size``: also the number of training
+    examples (42,061 for E2E) for an epoch estimate."""
     try:
         from segviz.data import load_split
 
-        train = load_split("e2e", "train", data_dir)[: B * n * 4]
+        train = load_split("e2e", "train", data_dir)
         vocab = Vocab.build(train, min_freq=5)
         enc = [encode(vocab, e.records, e.target) for e in train]
-        return vocab, list(batches(enc, len(vocab), B, shuffle=True, seed=0))[:n], "E2E train"
+        out = vocab, list(itertools.islice(batches(enc, len(vocab), B, shuffle=True, seed=0), n)), "E2E train"
+        size = len(enc)
     except Exception:  # noqa: BLE001 - any data problem: fall back to synthetic batches
         vocab = synthetic_vocab(1000)
-        return vocab, [synthetic_batch(vocab, B, 6, 4, 24, seed=i) for i in range(n)], "synthetic E2E-sized"
+        out = vocab, [synthetic_batch(vocab, B, 6, 4, 24, seed=i) for i in range(n)], "synthetic E2E-sized"
+        size = 42061
+    return (*out, size) if with_size else out
 
 
 # ----- 1. training ---------------------------------------------------------------------------
@@ -162,6 +171,39 @@ def bench_training(hidden: int, emb: int, threads: int, reps: int) -> dict:
         out[kind] = q.get()
         p.join()
     return out
+
+
+def bench_throughput(hidden: int, emb: int, threads: int, reps: int, data_dir: Path | None = None) -> dict:
+    """Training throughput of both models in one process, as ``segviz.train`` runs a step
+    (forward, backward, clipping, Adam) on real batches of 64, seg and pg alternately on the same
+    batch: median step time, examples/s, the seg/pg ratio (median of per-batch ratios) and the
+    projected time of one epoch over the whole training set. ``threads`` 0: all cores."""
+    from segviz.train import Trainer, set_threads
+
+    threads = set_threads(threads)
+    torch.manual_seed(0)
+    vocab, bs, source, n_train = e2e_batches(reps + 1, data_dir=data_dir, with_size=True)
+    trainers = {}
+    for kind in ("seg", "pg"):
+        model = build_model(ModelConfig(kind=kind, vocab_size=len(vocab), hidden=hidden, emb_dim=emb))
+        trainers[kind] = Trainer(model, torch.optim.Adam(model.parameters(), 1e-3))
+    for tr in trainers.values():  # warm-up on the first batch
+        float(tr.step(bs[0])["loss"])
+    seg_t, pg_t, ratios = [], [], []
+    for b in bs[1:]:
+        for k, out in (("seg", seg_t), ("pg", pg_t)):
+            t0 = time.perf_counter()
+            float(trainers[k].step(b)["loss"])
+            out.append(time.perf_counter() - t0)
+        ratios.append(seg_t[-1] / pg_t[-1])
+    examples = statistics.mean(b.size for b in bs[1:])
+    res = {"threads": threads, "batches": source, "train_examples": n_train, "steps": len(seg_t),
+           "T_mean": statistics.mean(b.tgt.size(1) for b in bs[1:]), "S_mean": statistics.mean(b.rec_mask.size(1) for b in bs[1:]),
+           "V": len(vocab), "ratio": statistics.median(ratios)}
+    for k, ts in (("seg", seg_t), ("pg", pg_t)):
+        t = statistics.median(ts)
+        res[k] = {"step_ms": 1000 * t, "examples_per_s": examples / t, "epoch_minutes": n_train * t / examples / 60}
+    return res
 
 
 # ----- 2. decoding on E2E dev with the shipped checkpoints -----------------------------------
@@ -324,10 +366,15 @@ def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int
 # ----- driver ---------------------------------------------------------------------------------
 
 
-def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | None = None) -> dict:
-    torch.set_num_threads(threads)
+def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | None = None, train_threads: int = 0,
+        train_only: bool = False) -> dict:
     hidden, emb = (32, 16) if small else (256, 100)
     res: dict = {"threads": threads, "reps": reps, "hidden": hidden, "emb_dim": emb}
+    if not small:
+        res["throughput"] = bench_throughput(hidden, emb, train_threads, 4 * reps, data_dir)
+    torch.set_num_threads(threads)
+    if train_only:
+        return res
     if not small:
         res["training"] = bench_training(hidden, emb, threads, reps)
         res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir)
@@ -340,6 +387,16 @@ def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | N
 
 def format_report(res: dict) -> str:
     lines = [f"threads={res['threads']} reps={res['reps']} hidden={res['hidden']} emb={res['emb_dim']} (medians)"]
+    if "throughput" in res:
+        t = res["throughput"]
+        lines += ["", f"Training throughput, batch 64, {t['threads']} thread(s), seg and pg alternately on the same {t['steps']} batches "
+                  f"({t['batches']}: mean T {t['T_mean']:.1f}, S {t['S_mean']:.1f}, V {t['V']}):"]
+        for k in ("seg", "pg"):
+            r = t[k]
+            lines.append(f"  {k:3s} {r['step_ms']:5.0f} ms/step  {r['examples_per_s']:5.0f} ex/s  epoch over {t['train_examples']} examples ≈ {r['epoch_minutes']:.1f} min")
+        lines.append(f"  seg/pg step ratio {t['ratio']:.2f} (median of per-batch ratios)")
+    if "scaling" not in res:
+        return "\n".join(lines)
     if "training" in res:
         s, p = res["training"]["seg"], res["training"]["pg"]
         lines += ["", f"Training step, batch 64 ({s['batches']}):",
@@ -383,10 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--small", action="store_true", help="tiny sizes (smoke test)")
+    p.add_argument("--train-threads", type=int, default=0, help="threads for the training throughput (0: all cores, as segviz.train)")
+    p.add_argument("--train-only", action="store_true", help="only the training throughput of seg and pg")
     p.add_argument("--data-dir", type=Path, default=None)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    res = run(args.small, args.threads, args.reps, args.data_dir)
+    res = run(args.small, args.threads, args.reps, args.data_dir, args.train_threads, args.train_only)
     res["seconds"] = time.perf_counter() - t0
     print(format_report(res))
     print(f"\n({res['seconds']:.0f} s)")

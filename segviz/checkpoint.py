@@ -161,8 +161,10 @@ def validate_config(config: dict, file: Path | str = "config.json") -> None:
             raise CheckpointError(f"{file}: field 'model.{name}' must be {expected}, got {model[name]!r}")
 
 
-def load(path: Path | str) -> Checkpoint:
-    """Rebuild the model from a checkpoint directory alone (eval mode, CPU)."""
+def load(path: Path | str, device: str | torch.device | None = None) -> Checkpoint:
+    """Rebuild the model from a checkpoint directory alone (eval mode, CPU). ``device``
+    (``cpu``, ``cuda``, ``auto``; :func:`segviz.device.resolve_device`) moves it there: the weights
+    are stored on the host, so a checkpoint trained on any device loads on any other."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: checkpoint directory not found")
@@ -182,6 +184,10 @@ def load(path: Path | str) -> Checkpoint:
     except (TypeError, ValueError, RuntimeError) as e:  # a field the checks above do not know
         raise CheckpointError(f"{path}/config.json: the model cannot be built from this config ({e})") from e
     load_weights(model, path / "model.safetensors")
+    if device is not None:
+        from segviz.device import resolve_device
+
+        model.to(resolve_device(device))
     model.eval()
     history = _read_json(path / "history.json", "history") if (path / "history.json").exists() else []
     metrics = _read_json(path / "metrics.json", "metrics") if (path / "metrics.json").exists() else {}

@@ -8,6 +8,7 @@ onto a device whatever device trained them (weights are stored on the host, in s
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 DEVICES = ("auto", "cpu", "cuda")
 
 
-class DeviceError(RuntimeError):
+class DeviceError(ValueError):
     """A device was asked for that this machine does not have."""
 
 
@@ -42,10 +43,16 @@ def resolve_device(name: str | torch.device | None = "auto", local_rank: int | N
 
 
 def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
-    """:func:`segviz.checkpoint.load` with the model moved to ``device`` (weights are read on
-    the host, so a checkpoint trained on a GPU loads on a CPU-only machine and the reverse)."""
+    """:func:`segviz.checkpoint.load` onto ``device`` (the weights are read on the host, so a
+    checkpoint trained on a GPU loads on a CPU-only machine and the reverse)."""
     from segviz import checkpoint as ckpt
 
-    c = ckpt.load(path)
-    c.model.to(resolve_device(device))
-    return c
+    return ckpt.load(path, device)
+
+
+def on_device(device: str | torch.device):
+    """Context in which new tensors are created on ``device`` (nothing changes for the CPU): lets
+    the decoding code, which builds its small per-step tensors without naming a device, run
+    with a model on CUDA."""
+    device = resolve_device(device)
+    return contextlib.nullcontext() if device.type == "cpu" else torch.device(device)

@@ -29,6 +29,7 @@ import torch
 from segviz import checkpoint as ckpt
 from segviz.data_webnlg import WebNLGError, read_webnlg
 from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM, GenerationResult, generate_pg, generate_seg
+from segviz.device import DEVICES, on_device
 from segviz.model import SegmentModel
 from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples
 
@@ -183,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)")
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)
     for name in ("beam", "no_repeat_ngram", "limit", "threads"):
         if getattr(args, name) < (1 if name == "beam" else 0):
@@ -191,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        model = ckpt.load(args.checkpoint)
+        model = ckpt.load(args.checkpoint, args.device)
         items = read_located_inputs(model.dataset, args.input, f"checkpoint {args.checkpoint}")
         plan = [int(x) for x in args.plan.split(",")] if args.plan else None
     except (ckpt.CheckpointError, InputError, OSError, ValueError) as e:
@@ -204,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
 
     bar = tqdm(total=len(items), unit="input", file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
-    results = generate_all(model, [r for _, r, _ in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1),
-                           no_repeat_ngram=args.no_repeat_ngram)
+    with on_device(args.device):
+        results = generate_all(model, [r for _, r, _ in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1),
+                               no_repeat_ngram=args.no_repeat_ngram)
     bar.close()
     dt = time.perf_counter() - t0
     write_outputs(model.dataset, [k for k, _, _ in items], results, args.output)

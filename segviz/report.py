@@ -22,6 +22,7 @@ import torch
 from segviz import checkpoint as ckpt
 from segviz.data import default_data_dir
 from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM
+from segviz.device import DEVICES, on_device
 from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
 from segviz.generate import generate_all, read_inputs, write_outputs
 from segviz.model import SegmentModel
@@ -34,8 +35,8 @@ def dev_source(dataset: str, data_dir: Path) -> Path:
 
 
 def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True,
-           no_repeat_ngram: int = NO_REPEAT_NGRAM) -> dict:
-    c = ckpt.load(checkpoint)
+           no_repeat_ngram: int = NO_REPEAT_NGRAM, device: str = "cpu") -> dict:
+    c = ckpt.load(checkpoint, device)
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
     metrics = dict(c.metrics)
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
@@ -110,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint is None:
         p.error("--checkpoint is required")
     try:
-        report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor, args.no_repeat_ngram)
+        with on_device(args.device):
+            report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor,
+                   args.no_repeat_ngram, args.device)
     except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
