@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import annotate_backends
 import pytest
 
 from segviz.annotate import (
@@ -39,9 +40,15 @@ def outputs(inputs: list[Input], system: str) -> list[Output]:
     return [Output(i.input_id, f"{system} says {i.records[0].value}.") for i in inputs]
 
 
+# the store runs on SQLite and on PostgreSQL (see annotate_backends)
+db_url = annotate_backends.db_url
+postgres_url = annotate_backends.postgres_url
+postgres_admin = annotate_backends.postgres_admin
+
+
 @pytest.fixture
-def store(tmp_path: Path):
-    s = Store(f"sqlite:///{tmp_path / 'ann.sqlite'}")
+def store(db_url: str):
+    s = Store(db_url)
     yield s
     s.dispose()
 

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import annotate_backends
 import pandas as pd
 import pytest
 
@@ -34,15 +35,22 @@ def _item(input_id: str, system: str, K: int = 2, **extra) -> dict:
             **extra}
 
 
+# the store runs on SQLite and on PostgreSQL (see annotate_backends)
+db_url = annotate_backends.db_url
+postgres_url = annotate_backends.postgres_url
+postgres_admin = annotate_backends.postgres_admin
+
+
 @pytest.fixture
-def store(tmp_path: Path):
-    s = Store(f"sqlite:///{tmp_path / 'a.sqlite'}")
+def store(db_url: str):
+    s = Store(db_url)
     yield s
     s.dispose()
 
 
 @pytest.fixture
 def fresh(tmp_path: Path):
+    """An empty SQLite store to import into (exports from PostgreSQL come back into SQLite)."""
     s = Store(f"sqlite:///{tmp_path / 'b.sqlite'}")
     yield s
     s.dispose()

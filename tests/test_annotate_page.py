@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import annotate_backends
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -19,12 +20,17 @@ TEXT = "The <b>Eagle</b> is a pub."
 SEGMENTS = {"tokens": tokenize(TEXT), "segments": [[0, 9, 0], [9, 12, 1], [12, 13, None]]}
 
 
+# the page runs on SQLite and on PostgreSQL (see annotate_backends)
+db_url = annotate_backends.db_url
+postgres_url = annotate_backends.postgres_url
+postgres_admin = annotate_backends.postgres_admin
+
+
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch) -> Store:
-    url = f"sqlite:///{tmp_path / 'ann.sqlite'}"
-    monkeypatch.setenv("SEGVIZ_ANNOTATE_DB", url)
+def store(db_url: str, tmp_path: Path, monkeypatch) -> Store:
+    monkeypatch.setenv("SEGVIZ_ANNOTATE_DB", db_url)
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "no-checkpoints"))
-    s = Store(url)
+    s = Store(db_url)
     yield s
     s.dispose()
 
