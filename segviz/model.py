@@ -54,6 +54,19 @@ class ModelConfig:
         return asdict(self)
 
 
+class Dropout(nn.Dropout):
+    """:class:`torch.nn.Dropout` with its mask drawn from ``uniform_`` (vectorised) instead of
+    ``bernoulli_``, about twice as fast on the CPU; the same distribution, identity in eval mode."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if self.p >= 1.0:
+            return x * 0.0
+        keep = torch.empty_like(x).uniform_().ge_(self.p).mul_(1.0 / (1.0 - self.p))
+        return x * keep
+
+
 class Encoder(nn.Module):
     """Embeddings + Bi-LSTM over the record tokens: ``h_i`` for every source token."""
 
@@ -61,7 +74,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(cfg.vocab_size, cfg.emb_dim, padding_idx=0)
         self.rnn = nn.LSTM(cfg.emb_dim, cfg.hidden // 2, batch_first=True, bidirectional=True)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.init_h = nn.Linear(cfg.hidden, cfg.hidden)
         self.init_c = nn.Linear(cfg.hidden, cfg.hidden)
 
@@ -210,41 +223,72 @@ class _PickLogSoftmax(torch.autograd.Function):
     """``log softmax(alpha_t^k W2 h + W1 d_t)`` read at two ids per ``(b, t)``, for every record ``k``.
 
     ``flat (B, T·S, N)`` attention weights, ``vproj (B, N, V)`` = ``W2 h``, ``od (B, T, V)`` =
-    ``W1 d_t + b``, ``ids (B, T, 2)`` -> ``(B, T, S, 2)``. One ``B·T·S·V`` buffer: the logits,
-    written once in the forward pass and turned into the gradient in place in the backward pass
-    (``softmax · (-sum g)`` plus ``g`` at the picked ids), instead of the log-softmax table, its
-    gather's zero-filled gradient and the log-softmax backward of the first formulation.
+    ``W1 d_t + b``, ``ids (B, T, 2)`` -> ``(B, T, S, 2)``.
+
+    The ``B·T·S·V`` logits (about 100 MB for a batch of 64 E2E texts) are the bulk of a step's
+    memory traffic, and all that is read from them is a normaliser and two entries per row. So
+    they are formed a few examples at a time (a cache-sized block), reduced at once, and never
+    stored: the backward pass forms each block again and turns it into the gradient in place
+    (``softmax · (-sum g)`` plus ``g`` at the picked ids). Exact: the same sums, in blocks.
     """
+
+    BLOCK = 1 << 20  # floats per block and thread (4 MB: a share of this machine's L3 cache)
+
+    @staticmethod
+    def _blocks(B: int, row: int):
+        c = max(1, min(B, _PickLogSoftmax.BLOCK * torch.get_num_threads() // max(row, 1)))
+        return [(i, min(B, i + c)) for i in range(0, B, c)]
+
+    @staticmethod
+    def _logits(flat, vproj, od, i, j, S):
+        x = torch.bmm(flat[i:j], vproj[i:j])  # (c, T·S, V)
+        x = x.view(j - i, od.size(1), S, -1)
+        x += od[i:j].unsqueeze(2)
+        return x
 
     @staticmethod
     def forward(ctx, flat, vproj, od, ids):
         B, TS, _ = flat.shape
-        T = od.size(1)
+        T, V = od.size(1), vproj.size(2)
         S = TS // T
         dt = vproj.dtype
-        logits = torch.bmm(flat.to(dt), vproj).view(B, T, S, -1)
-        logits += od.to(dt).unsqueeze(2)
-        lse = torch.logsumexp(logits if dt != torch.float16 and dt != torch.bfloat16 else logits.float(), 3, keepdim=True)
-        idx = ids.unsqueeze(2).expand(B, T, S, ids.size(2))
-        out = logits.gather(3, idx).to(lse.dtype) - lse
-        ctx.save_for_backward(flat, vproj)
-        ctx.logits, ctx.lse, ctx.idx, ctx.od_dtype = logits, lse, idx, od.dtype
+        flat_, od_ = flat.to(dt), od.to(dt)
+        out = torch.empty(B, T, S, ids.size(2), dtype=torch.promote_types(dt, torch.float32), device=flat.device)
+        lse = torch.empty(B, T, S, 1, dtype=out.dtype, device=flat.device)
+        for i, j in _PickLogSoftmax._blocks(B, TS * V):
+            x = _PickLogSoftmax._logits(flat_, vproj, od_, i, j, S).to(out.dtype)
+            out[i:j] = x.gather(3, ids[i:j].unsqueeze(2).expand(j - i, T, S, ids.size(2)))
+            m = x.amax(3, keepdim=True)
+            lse[i:j] = x.sub_(m).exp_().sum(3, keepdim=True).log_().add_(m)
+        out -= lse
+        ctx.save_for_backward(flat, vproj, od, ids, lse)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        flat, vproj = ctx.saved_tensors
-        p, lse, idx = ctx.logits, ctx.lse, ctx.idx
-        del ctx.logits
-        B, T, S, V = p.shape
-        p.sub_(lse).exp_()  # softmax, in place of the logits
-        p.mul_(-g.sum(3, keepdim=True).to(p.dtype))
-        p.scatter_add_(3, idx, g.to(p.dtype))
-        gflat = p.view(B, T * S, V)
-        g_flat = torch.bmm(gflat, vproj.transpose(1, 2)).to(flat.dtype) if ctx.needs_input_grad[0] else None
-        g_vproj = torch.bmm(flat.to(p.dtype).transpose(1, 2), gflat) if ctx.needs_input_grad[1] else None
-        g_od = p.sum(2).to(ctx.od_dtype) if ctx.needs_input_grad[2] else None
+        flat, vproj, od, ids, lse = ctx.saved_tensors
+        B, TS, _ = flat.shape
+        T = od.size(1)
+        S = TS // T
+        dt = vproj.dtype
+        flat_, od_ = flat.to(dt), od.to(dt)
+        need_flat, need_vproj, need_od = ctx.needs_input_grad[:3]
+        g_flat = torch.empty_like(flat) if need_flat else None
+        g_vproj = torch.empty_like(vproj) if need_vproj else None
+        g_od = torch.empty_like(od) if need_od else None
+        gsum = g.sum(3, keepdim=True)
+        for i, j in _PickLogSoftmax._blocks(B, TS * vproj.size(2)):
+            p = _PickLogSoftmax._logits(flat_, vproj, od_, i, j, S).to(lse.dtype)
+            p.sub_(lse[i:j]).exp_().mul_(-gsum[i:j])  # softmax · (-sum g)
+            p.scatter_add_(3, ids[i:j].unsqueeze(2).expand(j - i, T, S, ids.size(2)), g[i:j].to(p.dtype))
+            if need_od:
+                g_od[i:j] = p.sum(2)
+            pf = p.view(j - i, TS, -1).to(dt)
+            if need_flat:
+                g_flat[i:j] = torch.bmm(pf, vproj[i:j].transpose(1, 2))
+            if need_vproj:
+                g_vproj[i:j] = torch.bmm(flat_[i:j].transpose(1, 2), pf)
         return g_flat, g_vproj, g_od, None
 
 
@@ -258,7 +302,7 @@ class SegmentModel(nn.Module):
         self.encoder = Encoder(cfg)
         self.dec_emb = nn.Embedding(V, E, padding_idx=0)
         self.decoder = nn.LSTM(E, H, batch_first=True)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.att = nn.Linear(H, H, bias=False)  # W_a: score(h_i, d_t) = d_t^T W_a h_i
         self.out_d = nn.Linear(H, V)  # W1 d_t (+ bias)
         self.out_a = nn.Linear(H, V, bias=False)  # W2 A_t
@@ -556,7 +600,7 @@ class PGModel(nn.Module):
         self.encoder = Encoder(cfg)
         self.dec_emb = nn.Embedding(V, E, padding_idx=0)
         self.cell = nn.LSTMCell(E + H, H)  # input feeding: [emb(y_{t-1}); A_{t-1}]
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.att = nn.Linear(H, H, bias=False)
         self.out = nn.Linear(2 * H, V)  # W1 d_t + W2 A_t
         self.gen = nn.Linear(2 * H + E, 1)  # p_gen from [d_t; A_t; emb(y_{t-1})]
