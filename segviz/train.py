@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -30,8 +31,8 @@ from pathlib import Path
 
 import torch
 
+from segviz import augment, faithfulness
 from segviz import checkpoint as ckpt
-from segviz import faithfulness
 from segviz.data import DATASETS, Batch, DataError, Vocab, batches, encode, load_split
 from segviz.device import DEVICES, DeviceError, resolve_device
 from segviz.model import MODEL_KINDS, ModelConfig, build_model
@@ -60,6 +61,7 @@ class TrainConfig:
     val_every: int = 0  # also validate every N steps on `val_subset` dev examples (0 = only per epoch)
     val_subset: int = 500  # dev examples used by the in-epoch validation
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
+    substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
@@ -242,10 +244,29 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     if tcfg.clean:
         train, dev = clean_examples(tcfg.dataset, train), clean_examples(tcfg.dataset, dev)
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
+    train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed)  # after the vocabulary
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
     enc_train = [encode(vocab, e.records, e.target) for e in train]
     enc_dev = [encode(vocab, e.records, e.target) for e in dev]
     return vocab, mcfg, enc_train, enc_dev
+
+
+def init_from(src: Path, out: Path) -> None:
+    """Start ``out`` as a copy of checkpoint ``src`` (weights, vocabulary, config, history) with a
+    fresh optimiser, so that ``fit(..., resume=True)`` fine-tunes it (``--init``). Training
+    settings the source does not record take their defaults."""
+    c = ckpt.load(src)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("vocab.json", "model.safetensors", "history.json"):
+        if (src / name).exists():
+            shutil.copyfile(src / name, out / name)
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    train = TrainConfig(**{k: v for k, v in c.config.get("train", {}).items() if k in known},
+                        dataset=c.dataset, model=c.model_config.kind)  # fmt: skip
+    ckpt._write_json(out / "config.json", {**c.config, "train": dataclasses.asdict(train)})
+    state = {"epoch": len(c.history), "best": math.inf, "bad": 0, "lr": train.lr, "history": list(c.history)}
+    ckpt.save_resume(out, c.model, torch.optim.Adam(c.model.parameters(), lr=train.lr), state)
+    log.info("%s: fine-tuning %s from epoch %d", out, src, len(c.history))
 
 
 def fit(
@@ -287,7 +308,8 @@ def fit(
             log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
         mcfg = ModelConfig.from_json({**stored["model"], **changeable})
         was_clean = stored["train"].get("clean", False)
-        tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean})
+        tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
+                              "substitute": tcfg.substitute})
         _, _, enc_train, enc_dev = prepare(tcfg, {}, data_dir, vocab)
     else:
         vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
@@ -431,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None, help="data folder (default $SEGVIZ_DATA or ../shared/data)")
     p.add_argument("--out", type=Path, help="checkpoint directory")
     p.add_argument("--resume", action="store_true", help="continue after the last finished epoch in --out")
+    p.add_argument("--init", type=Path, default=None, help="fine-tune: start --out as a copy of this checkpoint, then as --resume")
     p.add_argument("--time-steps", type=int, default=0, help="only time N training steps and print examples/s")
     p.add_argument("--device", choices=DEVICES, default="auto", help="auto: CUDA when present, else the CPU")
     p.add_argument("--amp", action="store_true", help="mixed precision for the networks on CUDA (the dynamic program stays float32)")
@@ -449,7 +472,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.out is None:
             p.error("--out is required")
-        fit(tcfg, mover, args.out, args.data_dir, resume=args.resume, resume_lr=args.lr if args.resume else None,
+        if args.init:
+            init_from(args.init, args.out)
+        resume = args.resume or args.init is not None
+        fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,
             device=args.device, amp=args.amp)
     except (DataError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,141 @@
+"""Value substitution: training references whose names are replaced by random invented ones.
+
+E2E train, dev and test share the same 34 names and 19 ``near`` values, so a model can learn to
+*generate* "the eagle" from its vocabulary instead of copying it from the record, and a name it
+has never read comes out garbled ("The Copper Kettle" -> "The Copper"). With ``--substitute p``
+a share ``p`` of the training examples get fresh names made of random syllables (so the words
+are out of the vocabulary and only the copy path can say them), changed in the records and in
+the reference alike (docs/design.md, "Value substitution"). Applied to both systems.
+
+A value is substituted only where the reference says it verbatim and says none of its content
+words elsewhere: otherwise the reference would mention the old name next to records that no
+longer hold it, and teach the model to invent it. The names made here never equal a value of
+the stress suite (:mod:`segviz.invented`), which measures what this is for.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from segviz.data import Example
+from segviz.invented import NAMES, PLACES
+from segviz.records import Record, tokenize
+
+_ONSETS = ("b", "br", "c", "ch", "cl", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "r", "s", "st",
+           "t", "th", "tr", "v", "w", "z")  # fmt: skip
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "a", "e", "i", "o", "é", "ø")
+_CODAS = ("", "", "n", "r", "l", "s", "m", "ck", "nd", "rt")
+_PATTERNS = ("{A}", "The {A}", "{A} {B}", "The {A} {B}", "{A}'s", "{A} & {B}", "Café {A}", "{A} {n}", "{A}-on-{B}",
+             "The {A} of {B}")  # fmt: skip
+_FORBIDDEN = {v.lower() for v in NAMES + PLACES}
+
+
+def _word(rng: random.Random, pool: list[str]) -> str:
+    """A made-up word of 1-3 syllables, or (half the time, if ``pool``) a real word from it:
+    names are often ordinary words ("The Copper Kettle"), which must be copied all the same."""
+    if pool and rng.random() < 0.5:
+        return rng.choice(pool).capitalize()
+    syl = [
+        rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
+        for _ in range(rng.choice((1, 2, 2, 3)))
+    ]
+    return "".join(syl).capitalize()
+
+
+def random_name(rng: random.Random, pool: list[str] = ()) -> str:
+    """A made-up name such as "The Brouthal Lantern", "Krimor's" or "Vaslo 17"."""
+    while True:
+        name = rng.choice(_PATTERNS).format(A=_word(rng, pool), B=_word(rng, pool), n=rng.randint(2, 99))
+        if name.lower() not in _FORBIDDEN:
+            return name
+
+
+def word_pool(examples: list[Example], min_count: int = 20) -> list[str]:
+    """Alphabetic words of 4+ letters seen at least ``min_count`` times in the references."""
+    counts: dict[str, int] = {}
+    for ex in examples:
+        for t in ex.target:
+            if len(t) >= 4 and t.isalpha():
+                counts[t] = counts.get(t, 0) + 1
+    return sorted(w for w, c in counts.items() if c >= min_count)
+
+
+def _content(tokens: list[str]) -> set[str]:
+    return {t for t in tokens if re.search(r"[^\W\d_]", t) and t not in ("the", "of", "and", "&", "on", "'s")}
+
+
+def _replace(target: list[str], old: list[str], new: list[str], others: set[str]) -> list[str] | None:
+    """``target`` with every occurrence of ``old`` replaced by ``new``; None when ``old`` does not
+    occur or one of its content words is left elsewhere (the reference says it in other words),
+    unless that word belongs to another name of the input (``others``: "aarhus" of Aarhus)."""
+    out, i, hits = [], 0, 0
+    while i < len(target):
+        if target[i : i + len(old)] == old:
+            out += new[1:] if new[0] == "the" and out and out[-1] == "the" else new  # no "the the"
+            i += len(old)
+            hits += 1
+        else:
+            out.append(target[i])
+            i += 1
+    if not hits or _content(old) & set(out) - _content(new) - others:
+        return None
+    return out
+
+
+def _entity_tokens(value: str) -> list[str]:
+    s = value.replace("_", " ").strip()
+    return tokenize(s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s)
+
+
+def _names(dataset: str, records: list[Record]) -> list[str]:
+    """The values to substitute, longest first (so "Aarhus Airport" goes before "Aarhus")."""
+    if dataset == "e2e":
+        names = [r.value for r in records if r.attribute in ("name", "near")]
+    else:
+        names = [
+            e
+            for r in records
+            for e in (r.subject or "", r.value)
+            if re.search(r"[^\W\d_]", e) and not re.search(r"\d", e)
+        ]
+    return sorted(dict.fromkeys(names), key=lambda v: -len(_entity_tokens(v)))
+
+
+def _inside(short: list[str], long: list[str]) -> bool:
+    return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
+
+
+def substitute_example(dataset: str, ex: Example, rng: random.Random, pool: list[str] = ()) -> Example:
+    """``ex`` with its names (E2E ``name`` / ``near``; WebNLG named subjects and objects)
+    replaced by :func:`random_name` values wherever that keeps records and reference in step."""
+    table, kept, target = {}, [], ex.target
+    names = _names(dataset, ex.records)
+    for value in names:
+        others = set().union(*(_content(_entity_tokens(v)) for v in names if v != value))
+        new = random_name(rng, pool)
+        new_value = new.replace(" ", "_") if dataset == "webnlg" else new
+        old_toks = _entity_tokens(value)
+        replaced = (
+            None
+            if any(_inside(old_toks, k) for k in kept)
+            else _replace(target, old_toks, _entity_tokens(new_value), others)
+        )
+        if replaced is None:
+            kept.append(old_toks)  # its mentions stay; nothing inside them may change
+        else:
+            table[value], target = new_value, replaced
+    if not table:
+        return ex
+    records = [Record(r.attribute, table.get(r.value, r.value), table.get(r.subject, r.subject) if r.subject else None)
+               for r in ex.records]  # fmt: skip
+    return Example(ex.key + "#sub", records, target, ex.refs)
+
+
+def substitute_values(dataset: str, examples: list[Example], share: float, seed: int) -> list[Example]:
+    """A seeded share ``share`` of ``examples`` passed through :func:`substitute_example`, with
+    half of the name words drawn from the references' own words (:func:`word_pool`)."""
+    if share <= 0:
+        return examples
+    rng, pool = random.Random(seed), word_pool(examples)
+    return [substitute_example(dataset, ex, rng, pool) if rng.random() < share else ex for ex in examples]

@@ -1,0 +1,84 @@
+"""Value substitution (segviz.augment) and fine-tuning from a shipped checkpoint (train --init)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import DATA_DIR, data_available
+
+from segviz import augment, invented
+from segviz import checkpoint as ckpt
+from segviz.data import Example
+from segviz.records import parse_e2e_mr, parse_webnlg_triples, tokenize
+
+
+def _ex(records, ref: str) -> Example:
+    return Example("k", records, tokenize(ref), [ref])
+
+
+def test_e2e_names_change_in_records_and_reference_together():
+    ex = _ex(
+        parse_e2e_mr("name[The Eagle], eatType[pub], near[Café Brazil]"),
+        "The Eagle is a pub near Café Brazil. The Eagle is nice.",
+    )
+    out = augment.substitute_example("e2e", ex, random.Random(3))
+    name, near = out.records[0].value, out.records[2].value
+    assert name != "The Eagle" and near != "Café Brazil" and out.records[1] == ex.records[1]
+    assert "eagle" not in out.target and "brazil" not in out.target
+    assert " ".join(out.target).count(" ".join(tokenize(name)).removeprefix("the ")) == 2
+    assert ex.target == tokenize("The Eagle is a pub near Café Brazil. The Eagle is nice.")  # input untouched
+
+
+def test_a_name_the_reference_says_otherwise_is_kept():
+    # "Eagle" without "The": replacing only the record would teach the model to say a stale name
+    ex = _ex(parse_e2e_mr("name[The Eagle], eatType[pub]"), "Eagle is a pub.")
+    assert augment.substitute_example("e2e", ex, random.Random(0)) is ex
+
+
+def test_webnlg_entities_inside_other_entities():
+    ex = _ex(
+        parse_webnlg_triples(["Aarhus_Airport | cityServed | Aarhus"]),
+        "Aarhus Airport serves the city of Aarhus.",
+    )
+    out = augment.substitute_example("webnlg", ex, random.Random(1))
+    subj, obj = out.records[0].subject, out.records[0].value
+    assert subj != "Aarhus_Airport" and obj != "Aarhus" and "aarhus" not in out.target
+    text = " ".join(out.target)
+    assert (
+        " ".join(tokenize(subj.replace("_", " "))) in text
+        and " ".join(tokenize(obj.replace("_", " "))) in text
+    )
+
+
+def test_share_and_seed():
+    exs = [
+        _ex(parse_e2e_mr(f"name[The Eagle], near[Café Brazil], food[{f}]"), "The Eagle near Café Brazil.")
+        for f in ("French", "Italian") * 50
+    ]
+    assert augment.substitute_values("e2e", exs, 0.0, 0) is exs
+    a, b = augment.substitute_values("e2e", exs, 0.5, 7), augment.substitute_values("e2e", exs, 0.5, 7)
+    assert [e.records for e in a] == [e.records for e in b]
+    changed = sum(x is not y for x, y in zip(a, exs, strict=True))
+    assert 30 <= changed <= 70
+
+
+def test_random_names_are_never_stress_suite_values():
+    rng = random.Random(0)
+    names = {augment.random_name(rng, ["copper", "kettle"]) for _ in range(3000)}
+    assert len(names) > 1500 and not names & set(invented.NAMES + invented.PLACES)
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_init_fine_tunes_a_checkpoint_with_substitution(tiny, tmp_path):
+    from segviz.train import main
+
+    out = tmp_path / "ft"
+    rc = main(["--dataset", "e2e", "--model", "seg", "--init", str(tiny / "e2e-seg"), "--out", str(out), "--epochs", "4",
+               "--max-examples", "64", "--max-val-examples", "16", "--batch-size", "32", "--threads", "1", "--substitute", "0.5",
+               "--lr", "0.001", "--data-dir", str(DATA_DIR)])  # fmt: skip
+    assert rc == 0
+    c = ckpt.load(out)
+    base = ckpt.load(tiny / "e2e-seg")
+    assert [e["epoch"] for e in c.history] == [1, 2, 3, 4] and c.history[-1]["lr"] == 0.001
+    assert c.config["train"]["substitute"] == 0.5 and c.vocab == base.vocab
