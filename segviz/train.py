@@ -261,8 +261,8 @@ def init_from(src: Path, out: Path) -> None:
         if (src / name).exists():
             shutil.copyfile(src / name, out / name)
     known = {f.name for f in dataclasses.fields(TrainConfig)}
-    train = TrainConfig(**{k: v for k, v in c.config.get("train", {}).items() if k in known},
-                        dataset=c.dataset, model=c.model_config.kind)  # fmt: skip
+    stored = {k: v for k, v in c.config.get("train", {}).items() if k in known}
+    train = TrainConfig(**{**stored, "dataset": c.dataset, "model": c.model_config.kind})
     ckpt._write_json(out / "config.json", {**c.config, "train": dataclasses.asdict(train)})
     state = {"epoch": len(c.history), "best": math.inf, "bad": 0, "lr": train.lr, "history": list(c.history)}
     ckpt.save_resume(out, c.model, torch.optim.Adam(c.model.parameters(), lr=train.lr), state)
