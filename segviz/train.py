@@ -29,6 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+# OpenMP threads that wait for work sleep instead of spinning (unless the environment says
+# otherwise): on this 2-core machine shared with other jobs, a 2-thread training step was
+# measured 2-3x slower with spinning threads (README, "Train on a GPU / several GPUs"). Read
+# when torch loads OpenMP, so it is set before the first `import torch`.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import torch
 
 from segviz import augment, faithfulness
@@ -292,6 +298,8 @@ def fit(
     if device.type == "cuda":
         torch.cuda.set_device(device)
     par = init_parallel(device)
+    if par.world > 1:
+        torch.distributed.barrier()  # rank 0 has finished whatever it prepared in --out (--init)
     set_threads(tcfg.threads, par)
     if not par.main:
         log.setLevel(logging.WARNING)
@@ -472,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.out is None:
             p.error("--out is required")
-        if args.init:
+        if args.init and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
             init_from(args.init, args.out)
         resume = args.resume or args.init is not None
         fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,
