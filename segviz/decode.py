@@ -139,7 +139,10 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
     for k, r in enumerate(records, 1):
         if specific_value(r):
             toks = [t.lower() for t in r.value_tokens]
-            ids = [vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None for t in toks]
+            ids = [
+                vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None
+                for t in toks
+            ]
             if None not in ids:
                 out[k] = ids
     return out
@@ -147,7 +150,7 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
 
 def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
     """Records whose value ends exactly at the last token of ``tokens``."""
-    return frozenset(k for k, ids in values.items() if tokens[-len(ids):] == ids)
+    return frozenset(k for k, ids in values.items() if tokens[-len(ids) :] == ids)
 
 
 def repeated_ngram_ends(tokens: list[int], n: int) -> list[int]:
@@ -173,6 +176,50 @@ def _banned(n_ext: int) -> torch.Tensor:
     ban = torch.zeros(n_ext, dtype=torch.bool)
     ban[[PAD_ID, UNK_ID, BOS_ID, EOSEG_ID]] = True
     return ban
+
+
+@dataclass(frozen=True)
+class ValueRules:
+    """Decoding rules that read the value lexicon (:mod:`segviz.lexicon`); both are off with an
+    empty lexicon (the paper's decoding)."""
+
+    lexicon: frozenset[str] = frozenset()
+    absent: bool = True  # no lexicon word that the input does not hold, anywhere
+    own: bool = True  # a record's segment says no other record's lexicon word; a null segment none
+
+
+def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
+    return [
+        vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w)
+        for w in words
+        if w in vocab.stoi or w in oov
+    ]
+
+
+def _absent_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
+    """Ids of lexicon words absent from the input (banned everywhere under ``rules.absent``)."""
+    if not rules or not rules.absent or not rules.lexicon:
+        return []
+    held = {t.lower() for r in records for t in r.tokens}
+    return _ids(vocab, oov, set(rules.lexicon) - held)
+
+
+def _own_mask(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k bans the lexicon words of the other records' values that record k
+    does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
+    if not rules or not rules.own or not rules.lexicon:
+        return None
+    from segviz.lexicon import value_words
+
+    vals = [value_words([r]) & rules.lexicon for r in records]
+    mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
+    mask[0, _ids(vocab, oov, set().union(*vals))] = True
+    for k, r in enumerate(records, 1):
+        own = {t.lower() for t in r.tokens}
+        mask[k, _ids(vocab, oov, set().union(*vals[: k - 1], *vals[k:]) - own)] = True
+    return mask
 
 
 @dataclass
@@ -219,6 +266,7 @@ class SegmentDecoder:
         content_rule: bool | None = None,
         mentions: bool | None = None,
         no_repeat_ngram: int = 0,
+        values: ValueRules | None = None,
     ) -> tuple[_SegHyp | None, list[str], torch.Tensor]:
         """Best hypothesis (or ``None``), the source OOV words and the source record ids.
 
@@ -229,7 +277,8 @@ class SegmentDecoder:
         on for ``r``, ``rm`` and plans) keeps a real record's segment open until it holds a word
         that is not a function word. ``mentions`` (default: on for ``r`` / ``rm`` without a plan)
         counts a record as realised once its value appears verbatim anywhere in the text.
-        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output.
+        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output. ``values``: the
+        lexicon rules of :class:`ValueRules` (none by default).
         """
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {CONSTRAINTS}, got {constraints!r}")
@@ -243,6 +292,8 @@ class SegmentDecoder:
         L = model.cfg.max_seg_len
         ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
+        ban[_absent_ids(self.vocab, enc_ex.oov, records, values)] = True
+        own_mask = _own_mask(self.vocab, enc_ex.oov, records, values)
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
         func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
@@ -252,7 +303,22 @@ class SegmentDecoder:
         all_recs = frozenset(range(1, S))
         h0, c0 = enc.state0
         d, state = model.step(torch.tensor([BOS_ID]), (h0, c0))
-        hyps = [_SegHyp(0.0, [], [], [], -1, True, 0, frozenset(), 0, (state[0][0], state[1][0]), d[0], torch.zeros_like(d[0]))]
+        hyps = [
+            _SegHyp(
+                0.0,
+                [],
+                [],
+                [],
+                -1,
+                True,
+                0,
+                frozenset(),
+                0,
+                (state[0][0], state[1][0]),
+                d[0],
+                torch.zeros_like(d[0]),
+            )
+        ]
         finished: list[_SegHyp] = []
         for _ in range(3 * max_len + 2 * S):
             cands: list[tuple[float, int, str, int]] = []  # (score, hyp, kind, value)
@@ -264,6 +330,8 @@ class SegmentDecoder:
                 kW = torch.tensor([hyps[m].k for m in words])
                 dist, pos, a, A = model.token_dist(enc, dW, kW, n_ext - V)  # (M_w, n_ext)
                 dist = dist.masked_fill(ban, -math.inf)
+                if own_mask is not None:
+                    dist = dist.masked_fill(own_mask[kW.clamp(min=0)], -math.inf)
                 for i, m in enumerate(words):
                     h = hyps[m]
                     row = dist[i]
@@ -285,7 +353,10 @@ class SegmentDecoder:
                         cands.append((h.score + float(row[w]), m, "w", w))
                     else:
                         top = row.topk(min(beam, n_ext))
-                        cands += [(h.score + float(v), m, "w", int(w)) for v, w in zip(top.values, top.indices, strict=True)]
+                        cands += [
+                            (h.score + float(v), m, "w", int(w))
+                            for v, w in zip(top.values, top.indices, strict=True)
+                        ]
             if bounds:
                 dB = torch.stack([hyps[m].d for m in bounds])
                 kB = torch.tensor([max(hyps[m].k, 0) for m in bounds])
@@ -303,7 +374,9 @@ class SegmentDecoder:
                             j = int(torch.multinomial(torch.softmax(row, 0), 1, generator=sample))
                             cands.append((h.score + float(row[j]), m, "r", j))
                     else:
-                        cands += [(h.score + float(row[j]), m, "r", j) for j in range(S) if math.isfinite(row[j])]
+                        cands += [
+                            (h.score + float(row[j]), m, "r", j) for j in range(S) if math.isfinite(row[j])
+                        ]
             cands = [c for c in cands if math.isfinite(c[0])]
             if not cands:
                 break
@@ -328,19 +401,65 @@ class SegmentDecoder:
                     segs = [list(x) for x in h.segments] + [[len(h.tokens), len(h.tokens), v]]
                     plan_pos = h.plan_pos + (1 if plan and v > 0 else 0)
                     realised = h.realised | {v} if v > 0 else h.realised
-                    new_hyps.append(_SegHyp(score, h.tokens, segs, h.attn, v, False, 0, realised, plan_pos, h.state, h.d, h.A_last,
-                                            False, h.mentioned))
+                    new_hyps.append(
+                        _SegHyp(
+                            score,
+                            h.tokens,
+                            segs,
+                            h.attn,
+                            v,
+                            False,
+                            0,
+                            realised,
+                            plan_pos,
+                            h.state,
+                            h.d,
+                            h.A_last,
+                            False,
+                            h.mentioned,
+                        )
+                    )
                 elif v == EOSEG_ID:
-                    new_hyps.append(_SegHyp(score, h.tokens, h.segments, h.attn, h.k, True, h.seg_len, h.realised, h.plan_pos, h.state, h.d, h.A_last,
-                                            h.content, h.mentioned))
+                    new_hyps.append(
+                        _SegHyp(
+                            score,
+                            h.tokens,
+                            h.segments,
+                            h.attn,
+                            h.k,
+                            True,
+                            h.seg_len,
+                            h.realised,
+                            h.plan_pos,
+                            h.state,
+                            h.d,
+                            h.A_last,
+                            h.content,
+                            h.mentioned,
+                        )
+                    )
                 else:
                     i = wpos[m]
                     segs = [list(x) for x in h.segments]
                     segs[-1][1] = len(h.tokens) + 1
                     tokens = h.tokens + [v]
                     mentioned = h.mentioned | _mentioned_now(values, tokens) if values else h.mentioned
-                    nh = _SegHyp(score, tokens, segs, h.attn + [(pos[i], a[i])], h.k, False, h.seg_len + 1,
-                                 h.realised, h.plan_pos, h.state, h.d, A[i], h.content or (func is not None and not bool(func[v])), mentioned)
+                    nh = _SegHyp(
+                        score,
+                        tokens,
+                        segs,
+                        h.attn + [(pos[i], a[i])],
+                        h.k,
+                        False,
+                        h.seg_len + 1,
+                        h.realised,
+                        h.plan_pos,
+                        h.state,
+                        h.d,
+                        A[i],
+                        h.content or (func is not None and not bool(func[v])),
+                        mentioned,
+                    )
                     if v == EOS_ID:
                         finished.append(nh)
                     elif len(nh.tokens) >= max_len:  # length budget spent: keep it only if it may end
@@ -388,7 +507,9 @@ def _norm(h, length_penalty: float) -> float:
     return h.score / (max(len(h.tokens), 1) ** length_penalty)
 
 
-def _beam_done(finished, alive, beam: int, length_penalty: float, key=lambda h: (h.score, len(h.tokens))) -> bool:
+def _beam_done(
+    finished, alive, beam: int, length_penalty: float, key=lambda h: (h.score, len(h.tokens))
+) -> bool:
     """Stop once ``beam`` outputs are finished and none of the live hypotheses ranks above the
     best of them by length-normalised score (stopping at the first ``beam`` finished outputs
     would favour short texts that leave records out)."""
@@ -402,7 +523,9 @@ def _beam_done(finished, alive, beam: int, length_penalty: float, key=lambda h: 
     return max(norm(h) for h in alive) <= max(norm(f) for f in finished)
 
 
-def _result_from_seg(hyp: _SegHyp, vocab: Vocab, oov, records, src_rec, system, constraints, plan, fallback, t0) -> GenerationResult:
+def _result_from_seg(
+    hyp: _SegHyp, vocab: Vocab, oov, records, src_rec, system, constraints, plan, fallback, t0
+) -> GenerationResult:
     ids = hyp.tokens[:-1] if hyp.tokens and hyp.tokens[-1] == EOS_ID else hyp.tokens
     T = len(ids)
     tokens = [_word(vocab, oov, i) for i in ids]
@@ -413,10 +536,18 @@ def _result_from_seg(hyp: _SegHyp, vocab: Vocab, oov, records, src_rec, system, 
             segments.append((s, e, j if j > 0 else None))
     attn = [a.tolist() for a in hyp.attn[:T]]
     return GenerationResult(
-        system=system, records=_records_info(records), tokens=tokens, text=detokenize(tokens, records),
-        segments=segments, attention=attn, source_tokens=[t for r in records for t in r.tokens],
-        record_of_source_token=src_rec.tolist(), plan=plan, constraints=constraints,
-        scores={"log_prob": hyp.score, "length": len(hyp.tokens)}, fallback_used=fallback,
+        system=system,
+        records=_records_info(records),
+        tokens=tokens,
+        text=detokenize(tokens, records),
+        segments=segments,
+        attention=attn,
+        source_tokens=[t for r in records for t in r.tokens],
+        record_of_source_token=src_rec.tolist(),
+        plan=plan,
+        constraints=constraints,
+        scores={"log_prob": hyp.score, "length": len(hyp.tokens)},
+        fallback_used=fallback,
         elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
 
@@ -434,22 +565,46 @@ def generate_seg(
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
     content_rule: bool | None = None,
     mentions: bool | None = None,
+    values: ValueRules | None = None,
 ) -> GenerationResult:
     """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``);
-    ``content_rule`` / ``mentions`` as in :meth:`SegmentDecoder.search` (default: on with r/rm)."""
+    ``content_rule`` / ``mentions`` / ``values`` as in :meth:`SegmentDecoder.search` (default:
+    content and mention rules on with r/rm, no value rules)."""
     t0 = time.perf_counter()
     if plan is not None:
         K = len(records)
         if sorted(plan) != sorted(set(plan)) or any(not 1 <= p <= K for p in plan):
             raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
     dec = SegmentDecoder(model, vocab)
-    hyp, oov, src_rec = dec.search(records, constraints, beam, plan, max_len=max_len, length_penalty=length_penalty,
-                                   no_repeat_ngram=no_repeat_ngram, content_rule=content_rule, mentions=mentions)
+    hyp, oov, src_rec = dec.search(
+        records,
+        constraints,
+        beam,
+        plan,
+        max_len=max_len,
+        length_penalty=length_penalty,
+        no_repeat_ngram=no_repeat_ngram,
+        content_rule=content_rule,
+        mentions=mentions,
+        values=values,
+    )
     fallback = False
     if hyp is None:
-        log.warning("constraints %r (plan %s) could not be met; falling back to unconstrained decoding", constraints, plan)
-        hyp, oov, src_rec = dec.search(records, "none", beam, None, max_len=max_len, length_penalty=length_penalty,
-                                       no_repeat_ngram=no_repeat_ngram)
+        log.warning(
+            "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
+            constraints,
+            plan,
+        )
+        hyp, oov, src_rec = dec.search(
+            records,
+            "none",
+            beam,
+            None,
+            max_len=max_len,
+            length_penalty=length_penalty,
+            no_repeat_ngram=no_repeat_ngram,
+            values=values,
+        )
         fallback = True
     if hyp is None:  # pragma: no cover - unconstrained search always ends at max_len
         raise RuntimeError("decoding produced no hypothesis")
@@ -479,7 +634,9 @@ def sample_structures(
             plans.append(order)
         if len(plans) >= n:
             break
-    return [generate_seg(model, vocab, records, "rm", beam, plan=p, system="seg (sampled plan)") for p in plans]
+    return [
+        generate_seg(model, vocab, records, "rm", beam, plan=p, system="seg (sampled plan)") for p in plans
+    ]
 
 
 # ----- PG --------------------------------------------------------------------------------------
@@ -495,9 +652,10 @@ def generate_pg(
     system: str = "pg",
     length_penalty: float = 1.0,
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    values: ValueRules | None = None,
 ) -> GenerationResult:
     """Beam search for the pointer-generator baseline (no structural constraints exist for it;
-    ``no_repeat_ngram`` as for the segment model)."""
+    ``no_repeat_ngram`` and ``values.absent`` as for the segment model)."""
     t0 = time.perf_counter()
     model.eval()
     V = len(vocab)
@@ -505,6 +663,7 @@ def generate_pg(
     n_ext = V + len(enc_ex.oov)
     enc = model.encode(batch)
     ban = _banned(n_ext)
+    ban[_absent_ids(vocab, enc_ex.oov, records, values)] = True
     max_len = max_len or 3 * len(enc_ex.src) + 20
     st = model.start_state(enc)
     hyps = [(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
@@ -540,10 +699,16 @@ def generate_pg(
     ids = ids[:-1] if ids and ids[-1] == EOS_ID else ids
     tokens = [_word(vocab, enc_ex.oov, i) for i in ids]
     return GenerationResult(
-        system=system, records=_records_info(records), tokens=tokens, text=detokenize(tokens, records),
-        segments=[], attention=[a.tolist() for a in attn[: len(ids)]],
-        source_tokens=[t for r in records for t in r.tokens], record_of_source_token=list(enc_ex.src_rec),
-        constraints=None, scores={"log_prob": score, "length": len(ids) + 1},
+        system=system,
+        records=_records_info(records),
+        tokens=tokens,
+        text=detokenize(tokens, records),
+        segments=[],
+        attention=[a.tolist() for a in attn[: len(ids)]],
+        source_tokens=[t for r in records for t in r.tokens],
+        record_of_source_token=list(enc_ex.src_rec),
+        constraints=None,
+        scores={"log_prob": score, "length": len(ids) + 1},
         elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
 
@@ -566,7 +731,9 @@ def force_align(
     enc_ex = encode(vocab, records, tokens)
     batch = collate([enc_ex], len(vocab))
     pot = model.potentials(batch)
-    _, paths = dp.viterbi(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, model.cfg.max_seg_len)
+    _, paths = dp.viterbi(
+        pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, model.cfg.max_seg_len
+    )
     T = len(tokens)  # drop the trailing <eos>
     out = []
     for s, e, j in paths[0]:
@@ -576,7 +743,9 @@ def force_align(
     return out
 
 
-def align_result(result: GenerationResult, model: SegmentModel, vocab: Vocab, records: list[Record]) -> GenerationResult:
+def align_result(
+    result: GenerationResult, model: SegmentModel, vocab: Vocab, records: list[Record]
+) -> GenerationResult:
     """Fill ``result.segments`` by forced alignment (used for PG and uploaded outputs)."""
     result.segments = force_align(model, vocab, records, result.tokens)
     return result

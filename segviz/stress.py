@@ -36,10 +36,10 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz import faithfulness, invented
+from segviz import faithfulness, invented, lexicon
 from segviz.data import default_data_dir
 from segviz.data_webnlg import read_webnlg
-from segviz.decode import CONSTRAINT_LABELS, GenerationResult, generate_pg, generate_seg
+from segviz.decode import CONSTRAINT_LABELS, GenerationResult, ValueRules, generate_pg, generate_seg
 from segviz.evaluate import read_e2e_refs
 from segviz.metrics import bleu
 from segviz.model import SegmentModel
@@ -97,6 +97,14 @@ class Systems:
     seg: ckpt.Checkpoint
     pg: ckpt.Checkpoint | None
     beam: int = 5
+    rules: str = "none"  # value rules: none | absent | own | both (segviz.lexicon)
+
+    def values(self, c: ckpt.Checkpoint) -> ValueRules | None:
+        if self.rules == "none":
+            return None
+        return ValueRules(
+            lexicon.load(c.path), absent=self.rules in ("absent", "both"), own=self.rules in ("own", "both")
+        )
 
     @property
     def names(self) -> list[str]:
@@ -104,9 +112,11 @@ class Systems:
 
     def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
         if system == "pg":
-            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam)
+            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, values=self.values(self.pg))
         level = "rm" if plan else system
-        return generate_seg(self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan)
+        return generate_seg(
+            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, values=self.values(self.seg)
+        )
 
 
 def score(dataset: str, records: list[Record], result: GenerationResult, system: str) -> dict:
@@ -259,23 +269,30 @@ def _table(head: list[str], rows: Iterable[list[str]]) -> str:
 
 
 def forced_table(by_system: dict[str, dict]) -> str:
-    head = ["system (K >= 4)", "outputs", "SER", "wrong", "added", "missing", "repeated", "faithful segments"]
-    return _table(
-        head,
-        (
-            [
-                LABELS[s],
-                str(a["outputs"]),
-                _pct(a["ser"]),
-                str(a["wrong"]),
-                str(a["hallucinated"]),
-                str(a["missing"]),
-                str(a["repeated"]),
-                _pct(a["faithful_share"]),
-            ]
-            for s, a in by_system.items()
-        ),
-    )
+    head = [
+        "system (K >= 4)",
+        "outputs",
+        "SER",
+        "wrong",
+        "added",
+        "missing",
+        "repeated",
+        "faithful segments",
+        "fallbacks",
+    ]
+
+    def row(s: str, a: dict) -> list[str]:
+        counts = [str(a[k]) for k in ("wrong", "hallucinated", "missing", "repeated")]
+        return [
+            LABELS[s],
+            str(a["outputs"]),
+            _pct(a["ser"]),
+            *counts,
+            _pct(a["faithful_share"]),
+            str(a["fallbacks"]),
+        ]
+
+    return _table(head, (row(s, a) for s, a in by_system.items()))
 
 
 def unseen_table(by_system: dict[str, dict]) -> str:
@@ -360,7 +377,7 @@ def run(
     return results
 
 
-def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int) -> Systems:
+def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str = "none") -> Systems:
     """The checkpoints, checked to be a segment model and (optionally) a PG of the same dataset."""
     seg = ckpt.load(seg_dir)
     if not isinstance(seg.model, SegmentModel):
@@ -368,7 +385,7 @@ def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int) -> Systems:
     pg = ckpt.load(pg_dir) if pg_dir else None
     if pg is not None and (isinstance(pg.model, SegmentModel) or pg.dataset != seg.dataset):
         raise ckpt.CheckpointError(f"{pg_dir}: --pg must be a PG checkpoint of dataset {seg.dataset!r}")
-    return Systems(seg, pg, beam)
+    return Systems(seg, pg, beam, rules)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,15 +403,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--json", type=Path, default=None, help="write the summary and every output here")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--half", choices=(*HALVES, "both"), default="both", help="only the inputs of one dev half"
+    )
+    p.add_argument(
+        "--value-rules",
+        choices=("none", "absent", "own", "both"),
+        default="none",
+        help="decoding rules of the value lexicon (CHECKPOINT/lexicon.json, segviz.lexicon)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     try:
-        systems = load_systems(args.checkpoint, args.pg, args.beam)
+        systems = load_systems(args.checkpoint, args.pg, args.beam, args.value_rules)
         items = dev_items(systems.seg.dataset, args.data_dir or default_data_dir())
     except (ckpt.CheckpointError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    items = [it for it in items if args.half in ("both", it.half)]
     items = items[: args.limit] if args.limit else items
     from tqdm import tqdm
 
