@@ -511,7 +511,8 @@ class SegmentModel(nn.Module):
         mask = ~batch.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool, device=d.device)
         log_trans = torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
         log_init = torch.log_softmax(dscore[:, 0].masked_fill(~batch.rec_mask, NEG), dim=1)
-        res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len)
+        with torch.autocast(d.device.type, enabled=False):  # --amp: the networks only, never the DP
+            res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len)
         return self._finish(batch, -res.log_z, res.expected_segments)
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:

@@ -64,3 +64,17 @@ def test_cuda_smoke_train_then_run_on_cpu(tmp_path, vocab, examples, amp):
     assert out.tokens
     peak = torch.cuda.max_memory_allocated() / 2**20
     print(f"CUDA smoke test on {torch.cuda.get_device_name()}: peak {peak:.0f} MiB")
+
+
+@pytest.mark.parametrize("kind", ["seg", "pg"])
+def test_mixed_precision_path_runs_on_cpu_autocast(vocab, examples, kind):
+    """What ``--amp`` does on CUDA, exercised with the CPU's bfloat16 autocast: the networks run
+    in low precision, the segment model's dynamic program in float32, gradients are finite."""
+    batch = collate([encode(vocab, e.records, e.target) for e in examples], len(vocab))
+    model = make_model(kind, vocab).train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = model.objective(batch)
+    loss.backward()
+    ref, _ = model.loss(batch)
+    assert loss.item() == pytest.approx(ref.item(), rel=0.02)
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
