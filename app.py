@@ -1,6 +1,6 @@
 """Playground: enter records, generate with the segment model and the PG baseline side by side.
 
-Thin page (DESIGN §4): widgets -> one cached ``segviz.service`` call -> render. The request
+Thin page (docs/design.md §4): widgets -> one cached ``segviz.service`` call -> render. The request
 (dataset, records, constraints, beam) is written to the URL on Generate, so a link reproduces
 the view. Run with ``streamlit run app.py``.
 """

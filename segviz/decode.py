@@ -53,7 +53,7 @@ CONSTRAINT_LABELS = {"none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
 
 @dataclass
 class GenerationResult:
-    """What a system produced for one input; framework-free and JSON-serialisable (DESIGN §2).
+    """What a system produced for one input; framework-free and JSON-serialisable (docs/design.md §2).
 
     ``segments`` are ``(start, end, record)`` over ``tokens`` with ``record`` 1..K, or ``None``
     for the null record. ``attention[t][i]`` is the attention of output token ``t`` on source

@@ -2,7 +2,7 @@
 
 Pure tensor code: sees only potentials, imports nothing of segviz.
 
-Notation (DESIGN §1): ``B`` examples, ``T`` target tokens, ``S = K + 1`` states (record 0 is the
+Notation (docs/design.md §1): ``B`` examples, ``T`` target tokens, ``S = K + 1`` states (record 0 is the
 null record), ``L`` the maximum segment length. Tokens are 0-based here: token ``t`` is
 ``y_{t+1}`` of the paper. Potentials, all log-probabilities:
 

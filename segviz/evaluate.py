@@ -1,4 +1,4 @@
-"""Score system outputs: corpus metrics (DESIGN §5) plus automatic faithfulness totals.
+"""Score system outputs: corpus metrics (docs/design.md §5) plus automatic faithfulness totals.
 
     python -m segviz.evaluate --dataset e2e --refs ../shared/data/e2e/dev.csv --hyps out.tsv
     python -m segviz.evaluate --dataset webnlg --refs ../shared/data/webnlg/dev --hyps out.txt

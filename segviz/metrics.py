@@ -1,4 +1,4 @@
-"""Corpus metrics with the official E2E challenge settings (DESIGN §5).
+"""Corpus metrics with the official E2E challenge settings (docs/design.md §5).
 
 The E2E ``measure_scores.py`` script runs the MS-COCO caption evaluator (PTB tokenisation, then
 METEOR, ROUGE-L, CIDEr) and MT-Eval (BLEU). We reproduce that with:

@@ -1,6 +1,6 @@
 """The segment model of Shen et al. (2020, §4) and the pointer-generator (PG) baseline.
 
-Letters follow the paper and DESIGN §1: ``B`` batch, ``N`` source tokens, ``T`` target tokens,
+Letters follow the paper and docs/design.md §1: ``B`` batch, ``N`` source tokens, ``T`` target tokens,
 ``S = K + 1`` states (record 0 is the null record ``r_0``), ``V`` vocabulary, ``H`` hidden size,
 ``E`` embedding size.
 

@@ -1,7 +1,7 @@
 """Records: parse E2E meaning representations and WebNLG triples; tokenise and detokenise.
 
 A *record* is one input fact: an E2E slot (``customer rating[5 out of 5]``) or a WebNLG triple
-(``Abilene,_Texas | isPartOf | Texas``). DESIGN §1: E2E record tokens are attribute words +
+(``Abilene,_Texas | isPartOf | Texas``). docs/design.md §1: E2E record tokens are attribute words +
 value words; WebNLG record tokens are subject + predicate (camelCase and underscores split) +
 object. Everything is lower-cased with punctuation split off.
 """
@@ -48,7 +48,7 @@ class Record:
 
     @property
     def tokens(self) -> list[str]:
-        """Source tokens of this record (DESIGN §1)."""
+        """Source tokens of this record (docs/design.md §1)."""
         if self.subject is None:
             return tokenize(split_camel(self.attribute)) + tokenize(self.value)
         return (

@@ -1,4 +1,4 @@
-"""What the app's pages call: one function per user action, no Streamlit (DESIGN §3).
+"""What the app's pages call: one function per user action, no Streamlit (docs/design.md §3).
 
 Pages turn widgets into plain values, call one function here and render what comes back
 (dataclasses holding :class:`~segviz.decode.GenerationResult` and
