@@ -167,7 +167,7 @@ class RecordTables:
 class SegEncoding:
     """Everything the segment model's decoder reads from the input, per example.
 
-    h (B, N, H) token states; key (B, N, H) = W_a h; vproj (B, N, V) = W2 h (DESIGN tip);
+    h (B, N, H) token states; key (B, N, H) = W_a h; vproj (B, N, V) = W2 h (docs/design.md §1);
     f (B, S, E) record representations; member (B, S, N) token i belongs to record k;
     has_tok (B, S); rec_mask (B, S); src_ext (B, N); state0 = (h0, c0) each (B, H).
     """
