@@ -42,7 +42,7 @@ import torch
 from segviz import dp
 from segviz.data import BOS_ID, EOS_ID, EOSEG_ID, PAD_ID, UNK_ID, Vocab, collate, encode
 from segviz.model import PGModel, SegmentModel
-from segviz.records import Record, detokenize
+from segviz.records import Record, detokenize, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -180,12 +180,15 @@ def _banned(n_ext: int) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ValueRules:
-    """Decoding rules that read the value lexicon (:mod:`segviz.lexicon`); both are off with an
-    empty lexicon (the paper's decoding)."""
+    """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
+    (:mod:`segviz.lexicon`) and do nothing without one; ``names`` completes a proper name (a
+    capitalised value of 2+ tokens, or WebNLG subject) once its first token is out, inside its
+    record's segment. ``rules=None`` is the paper's decoding."""
 
     lexicon: frozenset[str] = frozenset()
     absent: bool = True  # no lexicon word that the input does not hold, anywhere
     own: bool = True  # a record's segment says no other record's lexicon word; a null segment none
+    names: bool = True  # a proper name once begun is copied whole (needs no lexicon)
 
 
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
@@ -222,6 +225,39 @@ def _own_mask(
     return mask
 
 
+def _phrases(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+) -> dict[int, list[tuple]]:
+    """Record id (1..K) -> extended-id sequences of its proper names (``rules.names``), from
+    their first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much)."""
+    if not rules or not rules.names:
+        return {}
+    out: dict[int, list[tuple]] = {}
+    for k, r in enumerate(records, 1):
+        for text in (r.value, r.subject or ""):
+            toks = tokenize(text.replace("_", " ").strip().strip('"'))
+            toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]  # from "Quiet"
+            if len(toks) >= 2 and any(ch.isupper() for ch in text):
+                ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
+                out.setdefault(k, []).append(ids)
+    return out
+
+
+def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
+    """Tokens still owed after emitting ``v``: the rest of the name being copied, or of a name
+    that ``v`` begins."""
+    if owed:
+        return owed[1:]
+    return next((p[1:] for p in phrases if p[0] == v), ())
+
+
+def _force(row: torch.Tensor, raw: torch.Tensor, owed: tuple) -> None:
+    """Leave only the next owed token in ``row`` (with its unmasked score)."""
+    keep = raw[owed[0]].clone()
+    row.fill_(-math.inf)
+    row[owed[0]] = keep
+
+
 @dataclass
 class _SegHyp:
     score: float
@@ -238,6 +274,7 @@ class _SegHyp:
     A_last: torch.Tensor  # context of the last token under k (H,)
     content: bool = False  # the current segment has a word that is not a function word
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
+    owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
 
 
 class SegmentDecoder:
@@ -266,7 +303,7 @@ class SegmentDecoder:
         content_rule: bool | None = None,
         mentions: bool | None = None,
         no_repeat_ngram: int = 0,
-        values: ValueRules | None = None,
+        rules: ValueRules | None = None,
     ) -> tuple[_SegHyp | None, list[str], torch.Tensor]:
         """Best hypothesis (or ``None``), the source OOV words and the source record ids.
 
@@ -277,7 +314,7 @@ class SegmentDecoder:
         on for ``r``, ``rm`` and plans) keeps a real record's segment open until it holds a word
         that is not a function word. ``mentions`` (default: on for ``r`` / ``rm`` without a plan)
         counts a record as realised once its value appears verbatim anywhere in the text.
-        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output. ``values``: the
+        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output. ``rules``: the
         lexicon rules of :class:`ValueRules` (none by default).
         """
         if constraints not in CONSTRAINTS:
@@ -292,8 +329,9 @@ class SegmentDecoder:
         L = model.cfg.max_seg_len
         ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
-        ban[_absent_ids(self.vocab, enc_ex.oov, records, values)] = True
-        own_mask = _own_mask(self.vocab, enc_ex.oov, records, values)
+        ban[_absent_ids(self.vocab, enc_ex.oov, records, rules)] = True
+        own_mask = _own_mask(self.vocab, enc_ex.oov, records, rules)
+        phrases = _phrases(self.vocab, enc_ex.oov, records, rules)
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
         func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
@@ -329,6 +367,7 @@ class SegmentDecoder:
                 dW = torch.stack([hyps[m].d for m in words])
                 kW = torch.tensor([hyps[m].k for m in words])
                 dist, pos, a, A = model.token_dist(enc, dW, kW, n_ext - V)  # (M_w, n_ext)
+                raw = dist
                 dist = dist.masked_fill(ban, -math.inf)
                 if own_mask is not None:
                     dist = dist.masked_fill(own_mask[kW.clamp(min=0)], -math.inf)
@@ -348,6 +387,8 @@ class SegmentDecoder:
                     rep = repeated_ngram_ends(h.tokens, no_repeat_ngram)
                     if rep:
                         row[rep] = -math.inf
+                    if h.owed:  # a proper name is being copied: only its next token
+                        _force(row, raw[i], h.owed)
                     if sample is not None:
                         w = int(row.argmax())
                         cands.append((h.score + float(row[w]), m, "w", w))
@@ -459,6 +500,7 @@ class SegmentDecoder:
                         A[i],
                         h.content or (func is not None and not bool(func[v])),
                         mentioned,
+                        _owed_after(h.owed, phrases.get(h.k, []), v),
                     )
                     if v == EOS_ID:
                         finished.append(nh)
@@ -565,10 +607,10 @@ def generate_seg(
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
     content_rule: bool | None = None,
     mentions: bool | None = None,
-    values: ValueRules | None = None,
+    rules: ValueRules | None = None,
 ) -> GenerationResult:
     """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``);
-    ``content_rule`` / ``mentions`` / ``values`` as in :meth:`SegmentDecoder.search` (default:
+    ``content_rule`` / ``mentions`` / ``rules`` as in :meth:`SegmentDecoder.search` (default:
     content and mention rules on with r/rm, no value rules)."""
     t0 = time.perf_counter()
     if plan is not None:
@@ -586,7 +628,7 @@ def generate_seg(
         no_repeat_ngram=no_repeat_ngram,
         content_rule=content_rule,
         mentions=mentions,
-        values=values,
+        rules=rules,
     )
     fallback = False
     if hyp is None:
@@ -603,7 +645,7 @@ def generate_seg(
             max_len=max_len,
             length_penalty=length_penalty,
             no_repeat_ngram=no_repeat_ngram,
-            values=values,
+            rules=rules,
         )
         fallback = True
     if hyp is None:  # pragma: no cover - unconstrained search always ends at max_len
@@ -652,10 +694,10 @@ def generate_pg(
     system: str = "pg",
     length_penalty: float = 1.0,
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
-    values: ValueRules | None = None,
+    rules: ValueRules | None = None,
 ) -> GenerationResult:
     """Beam search for the pointer-generator baseline (no structural constraints exist for it;
-    ``no_repeat_ngram`` and ``values.absent`` as for the segment model)."""
+    ``no_repeat_ngram`` and ``rules.absent`` as for the segment model)."""
     t0 = time.perf_counter()
     model.eval()
     V = len(vocab)
@@ -663,27 +705,36 @@ def generate_pg(
     n_ext = V + len(enc_ex.oov)
     enc = model.encode(batch)
     ban = _banned(n_ext)
-    ban[_absent_ids(vocab, enc_ex.oov, records, values)] = True
+    ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
+    names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     max_len = max_len or 3 * len(enc_ex.src) + 20
     st = model.start_state(enc)
-    hyps = [(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
+    hyps = [(0.0, [], [], (st[0][0], st[1][0], st[2][0]), ())]  # (score, ids, attention, state, owed)
     finished = []
     for _ in range(max_len):
         y = torch.tensor([h[1][-1] if h[1] and h[1][-1] < V else (UNK_ID if h[1] else BOS_ID) for h in hyps])
         state = tuple(torch.stack([h[3][i] for h in hyps]) for i in range(3))
-        logp, alpha, state = model.token_dist(enc, y, state, n_ext - V)
-        logp = logp.masked_fill(ban, -math.inf)
+        raw, alpha, state = model.token_dist(enc, y, state, n_ext - V)
+        logp = raw.masked_fill(ban, -math.inf)
         for m, h in enumerate(hyps):
             rep = repeated_ngram_ends(h[1], no_repeat_ngram)
             if rep:
                 logp[m, rep] = -math.inf
+            if h[4]:  # a proper name is being copied: only its next token
+                _force(logp[m], raw[m], h[4])
         total = logp + torch.tensor([h[0] for h in hyps]).unsqueeze(1)
         flat = total.view(-1)
         new = []
         for idx in flat.topk(min(2 * beam, flat.numel())).indices.tolist():
             m, w = divmod(idx, n_ext)
             h = hyps[m]
-            nh = (float(flat[idx]), h[1] + [w], h[2] + [alpha[m]], (state[0][m], state[1][m], state[2][m]))
+            nh = (
+                float(flat[idx]),
+                h[1] + [w],
+                h[2] + [alpha[m]],
+                (state[0][m], state[1][m], state[2][m]),
+                _owed_after(h[4], names, w),
+            )
             (finished if w == EOS_ID else new).append(nh)
             if len(new) >= beam:
                 break
@@ -695,7 +746,7 @@ def generate_pg(
     def norm(h):
         return h[0] / (max(len(h[1]), 1) ** length_penalty)
 
-    score, ids, attn, _ = max(pool, key=norm)
+    score, ids, attn, _, _ = max(pool, key=norm)
     ids = ids[:-1] if ids and ids[-1] == EOS_ID else ids
     tokens = [_word(vocab, enc_ex.oov, i) for i in ids]
     return GenerationResult(

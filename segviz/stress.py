@@ -112,10 +112,10 @@ class Systems:
 
     def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
         if system == "pg":
-            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, values=self.values(self.pg))
+            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, rules=self.values(self.pg))
         level = "rm" if plan else system
         return generate_seg(
-            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, values=self.values(self.seg)
+            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, rules=self.values(self.seg)
         )
 
 

@@ -51,21 +51,21 @@ def test_decoding_obeys_the_rules(tiny_e2e):
         held = {t.lower() for r in recs for t in r.tokens}
         own = [lexicon.value_words([r]) & lex for r in recs]
         for plan in (None, list(range(len(recs), 0, -1))):
-            out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=plan, values=rules)
+            out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=plan, rules=rules)
             assert not ({t.lower() for t in out.tokens} & lex) - held
             for s, e, k in out.segments:
                 words = {t.lower() for t in out.tokens[s:e]} & lex
                 allowed = own[k - 1] | {t.lower() for t in recs[k - 1].tokens} if k else set()
                 assert words <= allowed, (out.text, s, e, k)
-        out = generate_pg(pg.model, pg.vocab, recs, beam=2, values=rules)
+        out = generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules)
         assert not ({t.lower() for t in out.tokens} & lex) - held
 
 
-def test_empty_lexicon_is_the_papers_decoding(tiny_e2e):
+def test_empty_lexicon_without_names_is_the_papers_decoding(tiny_e2e):
     seg, _ = tiny_e2e
     recs = EXAMPLES["e2e"]["The Copper Kettle (8 slots)"]
     a = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2)
-    b = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, values=ValueRules())
+    b = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, rules=ValueRules(names=False))
     assert a.tokens == b.tokens and a.segments == b.segments
 
 
@@ -75,3 +75,20 @@ def test_lexicon_file_round_trip(tmp_path):
     assert lexicon.load(tmp_path) == {"eagle", "french"}
     (tmp_path / lexicon.FILE).write_text("not json", encoding="utf-8")
     assert lexicon.load(tmp_path) == frozenset()
+
+
+def test_names_are_copied_whole(tiny_e2e):
+    seg, pg = tiny_e2e
+    recs = parse_e2e_mr("name[The Quiet Walrus], eatType[pub], near[Swan's Nest Lock]")
+    rules = ValueRules(frozenset(), absent=False, own=False)
+    names = {"quiet": ["quiet", "walrus"], "swan's": ["swan's", "nest", "lock"]}
+    outs = [generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=p, rules=rules) for p in (None, [3, 2, 1])]
+    outs.append(generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules))
+    seen = 0
+    for out in outs:
+        toks = [t.lower() for t in out.tokens]
+        for i, t in enumerate(toks):
+            if t in names:  # a name's first content word is followed by the rest of it
+                seen += 1
+                assert toks[i : i + len(names[t])] == names[t], out.text
+    assert seen >= 2
