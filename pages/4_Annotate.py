@@ -64,9 +64,14 @@ def _seen_key(item: dict) -> str:
 
 def _show_saved(item: dict, notice: str) -> None:
     """Replace this tab's (stale) widget values for the item by the saved ones, and say why."""
-    st.session_state.update(sv.widget_values(item))
-    st.session_state.pop(f"ann_align_{item['item_id']}", None)  # the table is rebuilt from the store
+    st.session_state.update(sv.widget_values(item))  # the alignment table: see _align_key
     st.session_state["ann_notice"] = notice
+
+
+def _align_key(item: dict) -> str:
+    """The correction table's key changes with the version shown, so the table is rebuilt from
+    the store after every save (its edits are then exactly the newest click)."""
+    return f"ann_align_{item['item_id']}_v{st.session_state.get(_seen_key(item), 0)}"
 
 
 def _initial(key: str, value, blank=None):
@@ -110,14 +115,15 @@ def _on_comment(store: Store, item: dict, annotator: str) -> None:
     _save(store, item, annotator, comment=st.session_state[f"ann_comment_{item['item_id']}"])
 
 
-def _on_alignment(store: Store, item: dict, annotator: str) -> None:
-    edits = st.session_state[f"ann_align_{item['item_id']}"].get("edited_rows", {})
+def _on_alignment(store: Store, item: dict, annotator: str, key: str) -> None:
+    """One segment per edit: only the segments changed in the table change in the store."""
     try:
-        fixed = sv.apply_alignment_edits(item, edits)
+        edits = sv.alignment_edits(item, st.session_state[key].get("edited_rows", {}))
     except AnnotationError as exc:
         st.session_state["ann_error"] = str(exc)
         return
-    _save(store, item, annotator, corrected_alignment=fixed)
+    for segment, record in edits:
+        _save(store, item, annotator, segment=(segment, record))
 
 
 def _go(pos_key: str, position: int) -> None:
@@ -242,8 +248,8 @@ def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
         with st.expander("Correct the alignment (optional)"):
             st.caption("Which record does each segment of the text express? '(none)' = no record.")
             st.data_editor(
-                pd.DataFrame(rows), key=f"ann_align_{iid}", hide_index=True, num_rows="fixed",
-                width="stretch", on_change=_on_alignment, args=args,
+                pd.DataFrame(rows), key=_align_key(item), hide_index=True, num_rows="fixed",
+                width="stretch", on_change=_on_alignment, args=(*args, _align_key(item)),
                 column_config={"segment": st.column_config.TextColumn("segment", disabled=True),
                                "record": st.column_config.SelectboxColumn("record", options=sv.record_options(item),
                                                                           required=True)})

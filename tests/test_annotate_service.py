@@ -279,6 +279,9 @@ def test_alignment_correction(hand: Store) -> None:
                     {"segment": ".", "record": "(none)"}]
     assert sv.record_options(item) == ["(none)", "name[The <b>Eagle</b>]", "eatType[pub]", "area[riverside]"]
     fixed = sv.apply_alignment_edits(item, {"1": {"record": "area[riverside]"}, 2: {"record": "(none)"}})
+    assert sv.alignment_edits(item, {"1": {"record": "area[riverside]"}, 2: {"record": "(none)"}}) == [(1, 2), (2, None)]
+    one = sv.save_change(hand, item, "bob", segment=(0, None))  # the page saves one segment per edit
+    assert one["corrected_alignment"]["segments"] == [[0, 9, None], [9, 12, 1], [12, 13, None]]
     assert fixed["segments"] == [[0, 9, 0], [9, 12, 2], [12, 13, None]]
     sv.save_change(hand, item, "alice", corrected_alignment=fixed)
     again = sv.annotator_view(hand, "h", "alice", 0).item

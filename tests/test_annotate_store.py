@@ -279,6 +279,30 @@ def test_set_flag_changes_one_box_only(store: Store) -> None:
     assert store.annotation(item_id, "ann")["version"] == 2 and store.annotation(item_id, "other") is None
 
 
+def test_two_tabs_correcting_the_alignment_lose_nothing(db_url: str) -> None:
+    """Each tab re-points one segment; both corrections are kept, the item's own alignment too."""
+    own = {"tokens": ["a", "b", "c", "d"], "segments": [[0, 1, 0], [1, 3, 1], [3, 4, None]]}
+    tab_a, tab_b = Store(db_url), Store(db_url)
+    tab_a.add_campaign("c", "e2e", "dev", {}, [dict(_items(1)[0], segments=own)])
+    item_id = tab_a.items("c")[0]["id"]
+    a = tab_a.set_segment(item_id, "ann", 0, 2, seen_version=0)
+    b = tab_b.set_segment(item_id, "ann", 2, 1, seen_version=0)  # stale: saw nothing saved yet
+    c = tab_a.set_segment(item_id, "ann", 1, None, seen_version=a["version"])
+    assert (a["conflict"], b["conflict"], c["conflict"]) == (False, True, True)
+    expected = [[0, 1, 2], [1, 3, None], [3, 4, 1]]
+    assert tab_b.annotation(item_id, "ann")["corrected_alignment"] == {"tokens": own["tokens"], "segments": expected}
+    assert tab_b.item(item_id)["segments"] == own
+    with pytest.raises(AnnotationError, match="alignment row 3 does not exist"):
+        tab_a.set_segment(item_id, "ann", 3, 0)
+    with pytest.raises(AnnotationError, match="points to record 5"):
+        tab_a.set_segment(item_id, "ann", 0, 5)
+    tab_a.add_campaign("plain", "e2e", "dev", {}, _items(1))
+    with pytest.raises(AnnotationError, match="no alignment to correct"):
+        tab_a.set_segment(tab_a.items("plain")[0]["id"], "ann", 0, 0)
+    for s in (tab_a, tab_b):
+        s.dispose()
+
+
 def test_database_from_before_versions_gets_the_column(db_url: str) -> None:
     with Store(db_url) as s:
         s.add_campaign("c", "e2e", "dev", {}, _items(1))

@@ -222,3 +222,63 @@ def test_two_tabs_lose_nothing(server) -> None:
     ticked = {(int(k), f) for k, fs in saved["flags"].items() for f, v in fs.items() if v}
     assert ticked == {(0, "wrong"), (2, "missing")} | prefill
     assert (saved["fluency"], saved["version"]) == (3, 3)
+
+
+def _pick_record(tab, row: int, label: str) -> None:
+    """Choose ``label`` in the correction table's record column, row ``row`` (a canvas grid:
+    click the cell, Enter opens its select box, type, Enter)."""
+    grid = tab.locator("[data-testid='stDataFrame']").first
+    grid.wait_for()
+    box = grid.bounding_box()
+    row_height = 35  # Streamlit's default; the header is one row
+    tab.bring_to_front()
+    tab.mouse.click(box["x"] + box["width"] * 0.75, box["y"] + row_height * (row + 1) + row_height / 2)
+    tab.wait_for_timeout(500)
+    tab.keyboard.press("Enter")
+    tab.wait_for_timeout(1500)
+    tab.keyboard.type(label)
+    tab.wait_for_timeout(500)
+    tab.keyboard.press("Enter")
+
+
+def _segment_cleared(url: str, item: int, annotator: str, row: int, timeout: float = 20) -> bool:
+    """Whether the store's corrected alignment points segment ``row`` at no record (waits)."""
+    deadline = time.monotonic() + timeout
+    with Store(url) as store:
+        while time.monotonic() < deadline:
+            a = store.annotation(item, annotator)
+            if a and a["corrected_alignment"] and a["corrected_alignment"]["segments"][row][2] is None:
+                return True
+            time.sleep(0.2)
+    return False
+
+
+def test_two_tabs_correcting_the_alignment_lose_nothing(server) -> None:
+    """Each tab re-points one segment of the same item; both corrections are saved."""
+    base, url = server
+    with Store(url) as store:
+        first = items_for(store, "demo", "erin")[0]
+    item, own = first["item_id"], first["segments"]["segments"]
+    rows = [i for i, (_, _, rec) in enumerate(own) if rec is not None][:2]  # two segments with a record
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1600})
+            tabs = [context.new_page(), context.new_page()]
+            for tab in tabs:
+                tab.goto(f"{base}/Annotate?annotator=erin&campaign=demo")
+                _wait_text(tab, "0 of 3 done · item 1 of 3")
+                tab.get_by_text("Correct the alignment").click()
+                tab.locator("[data-testid='stDataFrame']").first.wait_for()
+                tab.wait_for_timeout(2000)  # the grid draws on a canvas after it appears
+            for tab, row in zip(tabs, rows, strict=True):
+                for _ in range(2):  # a click on a canvas the grid was still drawing is lost: once more
+                    _pick_record(tab, row, "(none)")
+                    if _segment_cleared(url, item, "erin", row):
+                        break
+            _wait_text(tabs[1], "had been changed in another tab")
+        finally:
+            browser.close()
+    with Store(url) as store:
+        saved = store.annotation(item, "erin")["corrected_alignment"]["segments"]
+    assert saved == [[s, e, None if i in rows else rec] for i, (s, e, rec) in enumerate(own)]

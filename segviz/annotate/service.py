@@ -63,6 +63,7 @@ __all__ = [
     "save_change",
     "alignment_rows",
     "record_options",
+    "alignment_edits",
     "apply_alignment_edits",
     "record_colour",
     "segments_html",
@@ -375,11 +376,13 @@ def widget_values(item: dict) -> dict[str, Any]:
 
 
 def save_change(store: Store, item: dict, annotator: str, *, flag: tuple[int, str, bool] | None = None,
-                seen_version: int | None = None, **fields: Any) -> dict:
+                segment: tuple[int, int | None] | None = None, seen_version: int | None = None,
+                **fields: Any) -> dict:
     """Save one widget's change of ``item`` (a :func:`annotator_view` item) at once.
 
-    ``flag=(record, name, value)`` sets one box and leaves every other box as stored; other
-    changes are fields of :meth:`Store.save_annotation`. ``seen_version``: the version the page
+    ``flag=(record, name, value)`` sets one box and leaves every other box as stored;
+    ``segment=(index, record)`` points one segment of the alignment at a record (None = none);
+    other changes are fields of :meth:`Store.save_annotation`. ``seen_version``: the version the page
     showed (:func:`version_of`); the result's ``conflict`` says another tab or window saved in
     between (this change is saved all the same). The item's first save also stores the checker's
     pre-fill as shown (``prefilled``) and the pre-ticked flags themselves: what the annotator
@@ -388,6 +391,8 @@ def save_change(store: Store, item: dict, annotator: str, *, flag: tuple[int, st
     initial = None if item["prefill"] is None else {"flags": item["prefill"], "prefilled": item["prefill"]}
     if flag is not None:
         return store.set_flag(item["item_id"], annotator, *flag, seen_version=seen_version, initial=initial)
+    if segment is not None:
+        return store.set_segment(item["item_id"], annotator, *segment, seen_version=seen_version, initial=initial)
     values = {k: v for k, v in fields.items() if v is not UNSET}
     if values.get("fluency") is not None:
         values.setdefault("skipped", False)
@@ -485,25 +490,36 @@ def record_options(item: dict) -> list[str]:
     return [NULL_LABEL, *item["labels"]]
 
 
-def apply_alignment_edits(item: dict, edited_rows: Mapping[Any, Mapping[str, Any]]) -> dict:
-    """The corrected alignment after the table's ``edited_rows`` ({row: {"record": label}}),
-    applied to the alignment shown; validated, ready for ``corrected_alignment``."""
+def alignment_edits(item: dict, edited_rows: Mapping[Any, Mapping[str, Any]]) -> list[tuple[int, int | None]]:
+    """The correction table's ``edited_rows`` ({row: {"record": label}}) as ``(segment, record)``
+    pairs (record 0-based, None for ``(none)``), validated against the alignment shown."""
     alignment = _alignment(item)
     if not alignment:
         raise AnnotationError("this item has no alignment to correct")
     by_label = {label: k for k, label in enumerate(item["labels"])}
-    segments = [list(s) for s in alignment["segments"]]
+    edits = []
     for row, change in edited_rows.items():
         if "record" not in change:
             continue
         i = int(row)
-        if not 0 <= i < len(segments):
+        if not 0 <= i < len(alignment["segments"]):
             raise AnnotationError(f"alignment row {row!r} does not exist")
         label = change["record"]
         if label in (None, "", NULL_LABEL):
-            segments[i][2] = None
+            edits.append((i, None))
         elif label in by_label:
-            segments[i][2] = by_label[label]
+            edits.append((i, by_label[label]))
         else:
             raise AnnotationError(f"unknown record {label!r}")
+    return edits
+
+
+def apply_alignment_edits(item: dict, edited_rows: Mapping[Any, Mapping[str, Any]]) -> dict:
+    """The corrected alignment after the table's ``edited_rows`` ({row: {"record": label}}),
+    applied to the alignment shown; validated, ready for ``corrected_alignment``."""
+    edits = alignment_edits(item, edited_rows)
+    alignment = _alignment(item)
+    segments = [list(seg) for seg in alignment["segments"]]
+    for i, record in edits:
+        segments[i][2] = record
     return normalize_segments({"tokens": alignment["tokens"], "segments": segments}, item["K"])

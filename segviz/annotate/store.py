@@ -15,8 +15,8 @@ Tables::
                 unique (item_id, annotator))
 
 Every public write is one short transaction (:meth:`Store.run`), so the page can save each click
-as it happens, at the finest grain: one flag of one record (:meth:`Store.set_flag`), or one field
-(:meth:`Store.save_annotation`). A save reads the row with ``SELECT ... FOR UPDATE`` and changes
+as it happens, at the finest grain: one flag of one record (:meth:`Store.set_flag`), one segment
+of the alignment (:meth:`Store.set_segment`), or one field (:meth:`Store.save_annotation`). A save reads the row with ``SELECT ... FOR UPDATE`` and changes
 only what it was given, so two tabs never overwrite each other's clicks. ``version`` counts the
 saves of an annotation; a save given the version its caller last saw (``seen_version``) reports
 ``conflict=True`` when someone else saved in between, so a stale tab can be told and refreshed. On SQLite the store uses WAL mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for
@@ -562,7 +562,8 @@ class Store:
         if skipped is not UNSET:
             skipped = bool(skipped)
 
-        def change(a: Annotation, K: int) -> None:
+        def change(a: Annotation, it: Item) -> None:
+            K = it.K
             values = {"fluency": fluency, "extra_wrong": extra_wrong, "comment": comment, "skipped": skipped,
                       "flags": flags if flags is UNSET else normalize_flags(flags, K),
                       "prefilled": prefilled if prefilled is UNSET or prefilled is None
@@ -583,7 +584,8 @@ class Store:
         if flag not in FLAG_NAMES:
             raise AnnotationError(f"unknown flag {flag!r} (use {', '.join(FLAG_NAMES)})")
 
-        def change(a: Annotation, K: int) -> None:
+        def change(a: Annotation, it: Item) -> None:
+            K = it.K
             flags = dict(a.flags or {})
             if isinstance(record, bool) or not isinstance(record, int) or not 0 <= record < K:
                 raise AnnotationError(f"record {record!r} does not exist (this input has {K} records: 0..{K - 1})")
@@ -592,9 +594,29 @@ class Store:
 
         return self._change(item_id, annotator, change, seen_version, initial)
 
-    def _change(self, item_id: int, annotator: str, change: Callable[[Annotation, int], None],
+    def set_segment(self, item_id: int, annotator: str, segment: int, record: int | None, *,
+                    seen_version: int | None = None, initial: Mapping[str, Any] | None = None) -> dict:
+        """Point one segment of the corrected alignment at ``record`` (0-based; None = no record),
+        keeping every other segment as stored (the annotator's correction, else the item's own
+        alignment); otherwise like :meth:`save_annotation`."""
+        validate_annotator(annotator)
+
+        def change(a: Annotation, it: Item) -> None:
+            alignment = a.corrected_alignment or it.segments
+            if not alignment:
+                raise AnnotationError("this item has no alignment to correct")
+            segments = [list(seg) for seg in alignment["segments"]]
+            if isinstance(segment, bool) or not isinstance(segment, int) or not 0 <= segment < len(segments):
+                raise AnnotationError(f"alignment row {segment!r} does not exist")
+            segments[segment][2] = record
+            a.corrected_alignment = normalize_segments({"tokens": alignment["tokens"], "segments": segments}, it.K,
+                                                       "corrected_alignment")
+
+        return self._change(item_id, annotator, change, seen_version, initial)
+
+    def _change(self, item_id: int, annotator: str, change: Callable[[Annotation, Item], None],
                 seen_version: int | None, initial: Mapping[str, Any] | None) -> dict:
-        """One save: lock (or create) the row, apply ``change(row, K)``, bump the version."""
+        """One save: lock (or create) the row, apply ``change(row, item)``, bump the version."""
 
         def fn(s: Session) -> dict:
             it = s.get(Item, item_id)
@@ -605,7 +627,7 @@ class Store:
             before = 0 if a is None else a.version
             if a is None:
                 a = self._new_annotation(s, it, annotator, initial or {})
-            change(a, it.K)
+            change(a, it)
             a.version = before + 1
             a.updated_at = utcnow()
             s.flush()
