@@ -1,5 +1,6 @@
 """Real browser against `streamlit run app.py`: annotate two items on /Annotate, reload, find them
-saved (resume), export CSV. Needs Debian's chromium (`apt-get install -y chromium`).
+saved (resume), export CSV; the same annotator in two tabs loses no tick and no alignment
+correction. Needs Debian's chromium (`apt-get install -y chromium`).
 
 Set ``SEGVIZ_UPDATE_SCREENSHOTS=1`` to refresh ``docs/screenshots/annotate.png``.
 """
