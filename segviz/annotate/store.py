@@ -16,15 +16,16 @@ Tables::
 
 Every public write is one short transaction (:meth:`Store.run`), so the page can save each click
 as it happens, at the finest grain: one flag of one record (:meth:`Store.set_flag`), one segment
-of the alignment (:meth:`Store.set_segment`), or one field (:meth:`Store.save_annotation`). A save reads the row with ``SELECT ... FOR UPDATE`` and changes
-only what it was given, so two tabs never overwrite each other's clicks. ``version`` counts the
-saves of an annotation; a save given the version its caller last saw (``seen_version``) reports
-``conflict=True`` when someone else saved in between, so a stale tab can be told and refreshed. On SQLite the store uses WAL mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for
-writes (a writer takes the write lock up front instead of failing half-way on a stale
-snapshot) and a retry loop with jittered back-off for "database is locked": callers never see
-that error; after ``max_wait_s`` they get :class:`StoreBusyError` with a plain message.
-Any other SQLAlchemy URL works the same (no SQLite-only SQL is used); the tests also run
-against PostgreSQL (``postgresql+psycopg://...``).
+of the alignment (:meth:`Store.set_segment`), or one field (:meth:`Store.save_annotation`). A
+save reads the row with ``SELECT ... FOR UPDATE`` and changes only what it was given, so two
+tabs never overwrite each other's clicks. ``version`` counts the saves of an annotation; a save
+given the version its caller last saw (``seen_version``) reports ``conflict=True`` when someone
+else saved in between, so a stale tab can be told and refreshed. On SQLite the store uses WAL
+mode, a ``busy_timeout``, ``BEGIN IMMEDIATE`` for writes (a writer takes the write lock up front
+instead of failing half-way on a stale snapshot) and a retry loop with jittered back-off for
+"database is locked": callers never see that error; after ``max_wait_s`` they get
+:class:`StoreBusyError` with a plain message. Any other SQLAlchemy URL works the same (no
+SQLite-only SQL is used); the tests also run against PostgreSQL (``postgresql+psycopg://...``).
 
 Timestamps are naive UTC. Everything returned is a plain ``dict`` (no live ORM objects), so
 results can cross threads and Streamlit reruns.
