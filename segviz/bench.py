@@ -393,7 +393,8 @@ def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | N
 
 
 def format_report(res: dict) -> str:
-    lines = [f"threads={res['threads']} reps={res['reps']} hidden={res['hidden']} emb={res['emb_dim']} (medians)"]
+    threads = f"threads={res['threads']} " if "scaling" in res else ""  # decoding / scaling threads
+    lines = [f"{threads}reps={res['reps']} hidden={res['hidden']} emb={res['emb_dim']} (medians)"]
     if "throughput" in res:
         t = res["throughput"]
         lines += ["", f"Training throughput, batch 64, {t['threads']} thread(s), seg and pg alternately on the same {t['steps']} batches "
