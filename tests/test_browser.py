@@ -147,10 +147,14 @@ def test_deep_link_to_plan_editor(page, server):
     page.get_by_text("the model's own plan").wait_for()
 
 
-def _shoot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def _shoot(page, name: str, folder: Path) -> None:
+    """Screenshot into ``folder``; into docs/screenshots too with SEGVIZ_UPDATE_SCREENSHOTS=1
+    (``bash scripts/screenshots.sh``), never as a side effect of the test suite."""
     page.wait_for_timeout(1500)  # let charts finish drawing
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+    if os.environ.get("SEGVIZ_UPDATE_SCREENSHOTS"):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / f"{name}.png", SHOTS / f"{name}.png")
 
 
 def test_screenshots(browser, tiny, tmp_path):
@@ -167,13 +171,13 @@ def test_screenshots(browser, tiny, tmp_path):
         query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "constraints": "rm", "beam": "5"})
         page.goto(f"{url}/?{query}")
         page.locator(".segviz-text").nth(1).wait_for()
-        _shoot(page, "playground")
+        _shoot(page, "playground", tmp_path)
         page.goto(f"{url}/Plan_editor?{query}&plan=6,1,2,3,4,5")
         page.get_by_role("button", name="Regenerate with this plan").click()
         page.get_by_text("plan 6 → 1 → 2 → 3 → 4 → 5").wait_for()
         page.get_by_role("button", name="Sample structures").click()
         page.locator("text=/^plan \\d/").first.wait_for()
-        _shoot(page, "plan_editor")
+        _shoot(page, "plan_editor", tmp_path)
         page.goto(f"{url}/Hallucination_inspector?dataset=e2e")
         page.get_by_label("Number of inputs").fill("3")
         page.get_by_label("Number of inputs").press("Enter")
@@ -182,11 +186,11 @@ def test_screenshots(browser, tiny, tmp_path):
         page.get_by_text("Open case").first.wait_for()
         page.get_by_text("Full attention").first.click()  # show one heatmap in the screenshot
         page.locator("[data-testid='stExpander'] [data-testid='stVegaLiteChart']").first.wait_for(timeout=60_000)
-        _shoot(page, "hallucination_inspector")
+        _shoot(page, "hallucination_inspector", tmp_path)
         page.goto(f"{url}/Results?dataset=e2e")
         page.get_by_text("Training").first.wait_for()
-        _shoot(page, "results")
+        _shoot(page, "results", tmp_path)
     finally:
         ctx.close()
         _stop(proc)
-    assert {p.name for p in SHOTS.glob("*.png")} >= {"playground.png", "plan_editor.png", "results.png"}
+    assert {p.name for p in tmp_path.glob("*.png")} >= {"playground.png", "plan_editor.png", "results.png"}
