@@ -45,6 +45,14 @@ class Checkpoint:
     history: list[dict] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     path: Path | None = None
+    lexicon: frozenset[str] = frozenset()  # value lexicon (lexicon.json), for the decoding rules
+
+    def rules(self, name: str | None = None):
+        """The decoding :class:`segviz.decode.ValueRules` called ``name`` (default
+        :data:`segviz.decode.DEFAULT_VALUE_RULES`) with this checkpoint's lexicon."""
+        from segviz.decode import DEFAULT_VALUE_RULES, value_rules
+
+        return value_rules(name or DEFAULT_VALUE_RULES, self.lexicon)
 
     @property
     def model_config(self) -> ModelConfig:
@@ -191,7 +199,9 @@ def load(path: Path | str, device: str | torch.device | None = None) -> Checkpoi
     model.eval()
     history = _read_json(path / "history.json", "history") if (path / "history.json").exists() else []
     metrics = _read_json(path / "metrics.json", "metrics") if (path / "metrics.json").exists() else {}
-    return Checkpoint(model, vocab, config, history, metrics, path)
+    from segviz import lexicon
+
+    return Checkpoint(model, vocab, config, history, metrics, path, lexicon.load(path))
 
 
 # ----- resume state ---------------------------------------------------------------------------

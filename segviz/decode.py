@@ -191,6 +191,19 @@ class ValueRules:
     names: bool = True  # a proper name once begun is copied whole (needs no lexicon)
 
 
+VALUE_RULES = ("none", "names", "all")  # the paper | whole names only | absent + own + names
+DEFAULT_VALUE_RULES = "all"
+
+
+def value_rules(name: str, lexicon: frozenset[str] = frozenset()) -> ValueRules | None:
+    """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``."""
+    if name not in VALUE_RULES:
+        raise ValueError(f"value rules must be one of {VALUE_RULES}, got {name!r}")
+    if name == "none":
+        return None
+    return ValueRules(lexicon, absent=name == "all", own=name == "all")
+
+
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
     return [
         vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w)

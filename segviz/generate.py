@@ -28,7 +28,15 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data_webnlg import WebNLGError, read_webnlg
-from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM, GenerationResult, generate_pg, generate_seg
+from segviz.decode import (
+    CONSTRAINTS,
+    DEFAULT_VALUE_RULES,
+    NO_REPEAT_NGRAM,
+    VALUE_RULES,
+    GenerationResult,
+    generate_pg,
+    generate_seg,
+)
 from segviz.device import DEVICES, on_device
 from segviz.model import SegmentModel
 from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples
@@ -116,16 +124,19 @@ def generate_all(
     plan: list[int] | None = None,
     progress: Callable[[int, int], None] | None = None,
     no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    rules: str | None = None,
 ) -> list[GenerationResult]:
-    """Decode every input with the checkpoint's model (segment model or PG)."""
-    out = []
+    """Decode every input with the checkpoint's model (segment model or PG); ``rules`` names the
+    decoding value rules (:data:`segviz.decode.VALUE_RULES`, default the shipped ones)."""
+    out, value_rules = [], checkpoint.rules(rules)
     for i, records in enumerate(inputs):
         if isinstance(checkpoint.model, SegmentModel):
             p = plan if plan and len(plan) == len(records) else None
             r = generate_seg(checkpoint.model, checkpoint.vocab, records, constraints, beam, plan=p, system=checkpoint.name,
-                             no_repeat_ngram=no_repeat_ngram)
+                             no_repeat_ngram=no_repeat_ngram, rules=value_rules)
         else:
-            r = generate_pg(checkpoint.model, checkpoint.vocab, records, beam, system=checkpoint.name, no_repeat_ngram=no_repeat_ngram)
+            r = generate_pg(checkpoint.model, checkpoint.vocab, records, beam, system=checkpoint.name, no_repeat_ngram=no_repeat_ngram,
+                            rules=value_rules)
         out.append(r)
         if progress:
             progress(i + 1, len(inputs))
@@ -183,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", default=None, help="comma-separated record order (1-based), applied to inputs with that many records")
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
+                   help="decoding rules for values: none (the paper), names, all (segviz.decode.ValueRules)")
     p.add_argument("--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)
@@ -208,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with on_device(args.device):
         results = generate_all(model, [r for _, r, _ in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1),
-                               no_repeat_ngram=args.no_repeat_ngram)
+                               no_repeat_ngram=args.no_repeat_ngram, rules=args.value_rules)
     bar.close()
     dt = time.perf_counter() - t0
     write_outputs(model.dataset, [k for k, _, _ in items], results, args.output)

@@ -21,7 +21,7 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data import default_data_dir
-from segviz.decode import CONSTRAINTS, NO_REPEAT_NGRAM
+from segviz.decode import CONSTRAINTS, DEFAULT_VALUE_RULES, NO_REPEAT_NGRAM, VALUE_RULES
 from segviz.device import DEVICES, on_device
 from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
 from segviz.generate import generate_all, read_inputs, write_outputs
@@ -35,7 +35,7 @@ def dev_source(dataset: str, data_dir: Path) -> Path:
 
 
 def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True,
-           no_repeat_ngram: int = NO_REPEAT_NGRAM, device: str = "cpu") -> dict:
+           no_repeat_ngram: int = NO_REPEAT_NGRAM, device: str = "cpu", value_rules: str = DEFAULT_VALUE_RULES) -> dict:
     c = ckpt.load(checkpoint, device)
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
@@ -43,13 +43,14 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
     is_seg = isinstance(c.model, SegmentModel)
     for level in levels if is_seg else ["pg"]:
         t0 = time.perf_counter()
-        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam, no_repeat_ngram=no_repeat_ngram)
+        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam, no_repeat_ngram=no_repeat_ngram,
+                               rules=value_rules)
         seconds = time.perf_counter() - t0
         out = out_dir / f"{c.name}-{level}.{'tsv' if c.dataset == 'e2e' else 'txt'}"
         write_outputs(c.dataset, [k for k, _ in items], results, out)
         scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
         scores.update(
-            beam=beam, no_repeat_ngram=no_repeat_ngram, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
+            beam=beam, no_repeat_ngram=no_repeat_ngram, value_rules=value_rules, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
             outputs=str(out), split="dev",
         )
         metrics[level] = scores
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
+    p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
+                   help="decoding rules for values: none (the paper), names, all (segviz.decode.ValueRules)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with on_device(args.device):
             report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor,
-                   args.no_repeat_ngram, args.device)
+                   args.no_repeat_ngram, args.device, args.value_rules)
     except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -307,14 +307,14 @@ def _check(dataset: str, records: list[Record], view: SystemView) -> SystemView:
 def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None) -> SystemView:
     if seg is None:
         return SystemView("seg", error=missing_message(dataset, "seg"))
-    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan)
+    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=seg.rules())
     return _check(dataset, records, SystemView("seg", res))
 
 
 def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam) -> SystemView:
     if pg is None:
         return SystemView("pg", error=missing_message(dataset, "pg"))
-    res = decode.generate_pg(pg.model, pg.vocab, records, beam)
+    res = decode.generate_pg(pg.model, pg.vocab, records, beam, rules=pg.rules())
     if seg is not None:  # PG has no segments of its own: the segment model aligns its text
         decode.align_result(res, seg.model, seg.vocab, records)
     return _check(dataset, records, SystemView("pg", res))
@@ -376,7 +376,7 @@ def sample_plans(
                 plans.append(order)
             if len(plans) >= n:
                 break
-        results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p) for p in plans]
+        results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p, rules=seg.rules()) for p in plans]
     return [_check(dataset, records, SystemView("seg", r)) for r in results]
 
 

@@ -36,10 +36,17 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz import faithfulness, invented, lexicon
+from segviz import faithfulness, invented
 from segviz.data import default_data_dir
 from segviz.data_webnlg import read_webnlg
-from segviz.decode import CONSTRAINT_LABELS, GenerationResult, ValueRules, generate_pg, generate_seg
+from segviz.decode import (
+    CONSTRAINT_LABELS,
+    DEFAULT_VALUE_RULES,
+    VALUE_RULES,
+    GenerationResult,
+    generate_pg,
+    generate_seg,
+)
 from segviz.evaluate import read_e2e_refs
 from segviz.metrics import bleu
 from segviz.model import SegmentModel
@@ -97,14 +104,7 @@ class Systems:
     seg: ckpt.Checkpoint
     pg: ckpt.Checkpoint | None
     beam: int = 5
-    rules: str = "none"  # value rules: none | absent | own | both (segviz.lexicon)
-
-    def values(self, c: ckpt.Checkpoint) -> ValueRules | None:
-        if self.rules == "none":
-            return None
-        return ValueRules(
-            lexicon.load(c.path), absent=self.rules in ("absent", "both"), own=self.rules in ("own", "both")
-        )
+    rules: str = DEFAULT_VALUE_RULES  # decoding value rules, one of segviz.decode.VALUE_RULES
 
     @property
     def names(self) -> list[str]:
@@ -112,10 +112,10 @@ class Systems:
 
     def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
         if system == "pg":
-            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, rules=self.values(self.pg))
+            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, rules=self.pg.rules(self.rules))
         level = "rm" if plan else system
         return generate_seg(
-            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, rules=self.values(self.seg)
+            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, rules=self.seg.rules(self.rules)
         )
 
 
@@ -377,7 +377,7 @@ def run(
     return results
 
 
-def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str = "none") -> Systems:
+def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str = DEFAULT_VALUE_RULES) -> Systems:
     """The checkpoints, checked to be a segment model and (optionally) a PG of the same dataset."""
     seg = ckpt.load(seg_dir)
     if not isinstance(seg.model, SegmentModel):
@@ -408,9 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--value-rules",
-        choices=("none", "absent", "own", "both"),
-        default="none",
-        help="decoding rules of the value lexicon (CHECKPOINT/lexicon.json, segviz.lexicon)",
+        choices=VALUE_RULES,
+        default=DEFAULT_VALUE_RULES,
+        help="decoding rules for values: none (the paper), names, all (segviz.decode.ValueRules)",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -293,10 +293,10 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
         for inp in chosen:
             _report(progress, 0.95 * done / total, f"{s.name}: input {len(outs) + 1} of {len(chosen)}")
             if s.constraints is None:
-                res = generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name)
+                res = generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name, rules=c.rules())
                 segments = align(inp.records, res.tokens)
             else:
-                res = generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name)
+                res = generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name, rules=c.rules())
                 segments = {"tokens": res.tokens, "segments": _zero_based(res.segments)}
             outs.append(Output(inp.input_id, res.text, segments))
             done += 1
