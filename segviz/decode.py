@@ -35,7 +35,7 @@ import logging
 import math
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -43,49 +43,13 @@ from segviz import dp
 from segviz.data import BOS_ID, EOS_ID, EOSEG_ID, PAD_ID, UNK_ID, Vocab, collate, encode
 from segviz.model import PGModel, SegmentModel
 from segviz.records import Record, detokenize, tokenize
+from segviz.result import GenerationResult  # noqa: F401  (re-exported; torch-free)
 
 log = logging.getLogger(__name__)
 
 CONSTRAINTS = ("none", "r", "rm")
 NO_REPEAT_NGRAM = 3  # default for both systems: no word trigram twice in one output
 CONSTRAINT_LABELS = {"none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
-
-
-@dataclass
-class GenerationResult:
-    """What a system produced for one input; framework-free and JSON-serialisable (docs/design.md §2).
-
-    ``segments`` are ``(start, end, record)`` over ``tokens`` with ``record`` 1..K, or ``None``
-    for the null record. ``attention[t][i]`` is the attention of output token ``t`` on source
-    token ``i``; ``record_of_source_token[i]`` is 1..K.
-    """
-
-    system: str
-    records: list[tuple[int, str, list[str]]]  # (id 1..K, label, tokens)
-    tokens: list[str]
-    text: str
-    segments: list[tuple[int, int, int | None]]
-    attention: list[list[float]]
-    source_tokens: list[str]
-    record_of_source_token: list[int]
-    plan: list[int] | None = None
-    constraints: str | None = None
-    scores: dict = field(default_factory=dict)
-    fallback_used: bool = False
-    elapsed_ms: float = 0.0
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> GenerationResult:
-        d = dict(d)
-        d["records"] = [tuple(r) for r in d["records"]]
-        d["segments"] = [tuple(s) for s in d["segments"]]
-        return cls(**d)
-
-    def segment_records(self) -> list[int | None]:
-        return [r for _, _, r in self.segments]
 
 
 def _records_info(records: list[Record]):
