@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from segviz.decode import GenerationResult
 from segviz.records import Record
+from segviz.result import GenerationResult
 
 __all__ = [
     "PALETTE",
