@@ -408,8 +408,10 @@ def format_report(res: dict) -> str:
     if "training" in res:
         s, p = res["training"]["seg"], res["training"]["pg"]
         lines += ["", f"Training step, batch 64 ({s['batches']}):",
-                  f"  seg {s['step_ms']:.0f} ms ({s['examples_per_s']:.0f} ex/s), DP {s['dp_ms']:.0f} ms = {100 * s['dp_share']:.1f}% of the step, peak RSS {s['peak_rss_mb']:.0f} MB",
-                  f"  pg  {p['step_ms']:.0f} ms ({p['examples_per_s']:.0f} ex/s), peak RSS {p['peak_rss_mb']:.0f} MB"]
+                  f"  seg {s['step_ms']:.0f} ms ({s['examples_per_s']:.0f} ex/s), DP {s['dp_ms']:.0f} ms = {100 * s['dp_share']:.1f}% of the step, "
+                  f"peak RSS {s['peak_rss_mb']:.0f} MB (+{s['rss_increase_mb']:.0f} MB after loading the data)",
+                  f"  pg  {p['step_ms']:.0f} ms ({p['examples_per_s']:.0f} ex/s), "
+                  f"peak RSS {p['peak_rss_mb']:.0f} MB (+{p['rss_increase_mb']:.0f} MB after loading the data)"]
     if "decoding" in res:
         d = res["decoding"]
         if "skipped" in d:

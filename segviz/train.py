@@ -346,7 +346,7 @@ def fit(
     say = print if par.main else (lambda *a, **k: None)
     while state["epoch"] < tcfg.epochs and state["lr"] >= tcfg.min_lr and state["bad"] < tcfg.patience:
         epoch = state["epoch"] + 1
-        torch.manual_seed(tcfg.seed + epoch)
+        torch.manual_seed(tcfg.seed + epoch + 7919 * par.rank)  # dropout: other masks on every process
         for g in optimizer.param_groups:
             g["lr"] = state["lr"]
         model.train()
