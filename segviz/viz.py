@@ -24,6 +24,7 @@ __all__ = [
     "record_colour",
     "display_tokens",
     "segments_html",
+    "segment_span",
     "legend_html",
     "attention_frame",
     "attention_chart",
@@ -118,15 +119,24 @@ def segments_html(
             parts.append(lead + "".join(toks))
             continue
         tag = "null" if k is None else f"{k} {_short(names.get(k, '?'))}"
-        border = "border-bottom:3px solid #000;" if k is not None and k == highlight_record else ""
-        parts.append(
-            f'{lead}<span class="seg" data-record="{k or 0}" style="background:{record_colour(k)};'
-            f'padding:1px 3px;border-radius:4px;line-height:2.1;{border}">{"".join(toks)}'
-            f'<sub style="font-size:0.65em;color:#333;margin-left:2px">{esc(tag)}</sub></span>'
-        )
+        parts.append(lead + segment_span("".join(toks), k, tag=tag, underline=k is not None and k == highlight_record))
     if not result.tokens:
         parts = ["<em>(empty output)</em>"]
     return f'<div class="segviz-text" style="font-size:1.05em">{"".join(parts)}</div>'
+
+
+def segment_span(body_html: str, k: int | None, *, tag: str | None = None, title: str | None = None,
+                 underline: bool = False) -> str:
+    """One segment: ``body_html`` (already escaped) on the colour of record ``k`` (1..K; grey for
+    the null record), with the tag ``tag`` written after it and/or the tooltip ``title`` (both
+    escaped here). The Playground and the Annotate page draw segments with it."""
+    border = "border-bottom:3px solid #000;" if underline else ""
+    tip = "" if title is None else f' title="{esc(title)}"'
+    sub = "" if tag is None else f'<sub style="font-size:0.65em;color:#333;margin-left:2px">{esc(tag)}</sub>'
+    return (
+        f'<span class="seg" data-record="{k or 0}"{tip} style="background:{record_colour(k)};'
+        f'padding:1px 3px;border-radius:4px;line-height:2.1;{border}">{body_html}{sub}</span>'
+    )
 
 
 def legend_html(result: GenerationResult, highlight_record: int | None = None) -> str:
