@@ -242,6 +242,11 @@ class Batch:
         """Target tokens (``<eos>`` included), counted on the host."""
         return sum(len(e.tgt) for e in self.encoded)
 
+    @property
+    def host_src_len(self) -> torch.Tensor:
+        """``src_len`` on the host, from the examples (what packing wants, with no device sync)."""
+        return torch.tensor([len(e.src) for e in self.encoded])
+
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch with every tensor on ``device`` (itself when already there)."""
         device = torch.device(device)

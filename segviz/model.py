@@ -78,11 +78,12 @@ class Encoder(nn.Module):
         self.init_h = nn.Linear(cfg.hidden, cfg.hidden)
         self.init_c = nn.Linear(cfg.hidden, cfg.hidden)
 
-    def forward(self, src: torch.Tensor, src_len: torch.Tensor):
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, host_len: torch.Tensor | None = None):
         """``src (B, N)`` -> ``x (B, N, E)`` embeddings, ``h (B, N, H)``, decoder init ``(h0, c0)``
         each ``(B, H)`` from the mean of ``h`` over the valid tokens."""
         x = self.drop(self.emb(src))  # (B, N, E)
-        packed = pack_padded_sequence(x, src_len.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        lengths = (host_len if host_len is not None else src_len).clamp(min=1).cpu()  # host_len: no device sync
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.rnn(packed)
         h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, N, H)
         valid = (torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)).unsqueeze(2)  # (B, N, 1)
@@ -473,7 +474,7 @@ class SegmentModel(nn.Module):
           probabilities of ``y_t`` and ``$`` are read out;
         - the dynamic program runs in float32 at least (float64 stays float64).
         """
-        x, h, state0 = self.encoder(batch.src, batch.src_len)
+        x, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)
         member, has_tok, f = self._records(batch, x)
         enc = SegEncoding(h=h, key=self.att(h), vproj=self.out_a(h), f=f, member=member, has_tok=has_tok,
                           rec_mask=batch.rec_mask, src_ext=batch.src_ext, state0=state0, rec_idx=None, rec_valid=None)
@@ -657,7 +658,9 @@ class PGModel(nn.Module):
 
     def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
-        enc = self.encode(batch)
+        _, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)  # = self.encode(batch)
+        mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
+        enc = PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
         state = self.start_state(enc)
         B, T = batch.tgt.shape
         ds, As, alphas, es = [], [], [], []
