@@ -8,7 +8,7 @@ the comment ...), so two tabs of one annotator never overwrite each other; a tab
 answers older than the store's is told so and shows the saved ones. The position and answers
 come from the store, so an annotator resumes where they left off from any browser
 (``/Annotate?annotator=NAME&campaign=NAME``). Thin page: the logic is in
-:mod:`segviz.annotate.service`.
+:mod:`segviz.annotate.workflow`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from segviz.annotate import (
     results_table,
     validate_annotator,
 )
-from segviz.annotate import service as sv
+from segviz.annotate import workflow as sv
 from segviz.decode import CONSTRAINT_LABELS
 
 FLUENCY_HELP = "1 = not understandable, 3 = understandable with errors, 5 = perfectly fluent (grammar only)"

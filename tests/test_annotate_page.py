@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from segviz.annotate import Input, Output, Store, create_campaign
-from segviz.annotate.service import CHANGED_ELSEWHERE, SAVED_OVER_STALE
+from segviz.annotate.workflow import CHANGED_ELSEWHERE, SAVED_OVER_STALE
 from segviz.records import Record, format_e2e_mr, tokenize
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Annotate.py")
@@ -155,7 +155,7 @@ def test_alignment_table_and_results(campaign: Store) -> None:
 
 
 def test_create_campaign_from_checkpoints(store: Store, tmp_path: Path, monkeypatch) -> None:
-    from test_annotate_service import tiny_checkpoints, tiny_inputs
+    from test_annotate_workflow import tiny_checkpoints, tiny_inputs
 
     inputs = tiny_inputs({2: 2, 3: 1})
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tiny_checkpoints(tmp_path / "ckpt", inputs)))

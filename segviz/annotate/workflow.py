@@ -22,9 +22,9 @@ a whole split. Our choices where the paper is silent:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from segviz import checkpoint as ckpt
+from segviz import decode, service
 from segviz.annotate.campaign import (
     Input,
     Output,
@@ -43,7 +44,7 @@ from segviz.annotate.campaign import (
 )
 from segviz.annotate.store import FLAG_NAMES, UNSET, AnnotationError, Store, normalize_segments
 from segviz.records import Record, detokenize, tokenize
-from segviz.viz import esc
+from segviz.viz import esc, record_colour, segment_span
 
 __all__ = [
     "SystemSpec",
@@ -65,15 +66,14 @@ __all__ = [
     "record_options",
     "alignment_edits",
     "apply_alignment_edits",
-    "record_colour",
     "segments_html",
     "records_html",
 ]
 
 log = logging.getLogger(__name__)
 
-CONSTRAINT_LEVELS = ("none", "r", "rm")  # segviz.decode.CONSTRAINTS: ours, +R, +RM
-BEAM = 5  # the paper's beam size
+CONSTRAINT_LEVELS = decode.CONSTRAINTS  # ours, +R, +RM
+BEAM = inspect.signature(decode.generate_seg).parameters["beam"].default  # the decoder's (the paper's) beam
 NULL_LABEL = "(none)"  # the null record r_0 in the alignment editor
 # progress(fraction in [0, 1], message): what st.progress(value, text) takes
 ProgressFn = Callable[[float, str], None]
@@ -84,10 +84,6 @@ CHANGED_ELSEWHERE = ("This item was changed in another tab or window since this 
                      "Nothing was lost: the answers below are the saved ones, including that change.")
 SAVED_OVER_STALE = ("This item had been changed in another tab or window. Your change was saved too, "
                     "and the answers below now show everything saved.")
-
-# Pastel backgrounds, one per record index (cycled); dark text stays readable on all of them.
-PALETTE = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec",
-           "#b3e2cd", "#fdcdac")
 
 
 @dataclass(frozen=True)
@@ -113,8 +109,9 @@ class SystemSpec:
 
 
 def default_checkpoints_dir(path: str | Path | None = None) -> Path:
-    """``path``, else ``$SEGVIZ_CHECKPOINTS``, else ``./checkpoints``."""
-    return Path(path or os.environ.get("SEGVIZ_CHECKPOINTS") or "checkpoints")
+    """``path``, else the app's checkpoint folder (:func:`segviz.service.checkpoint_root`:
+    ``$SEGVIZ_CHECKPOINTS``, else the repository's ``checkpoints/``, whatever the working folder)."""
+    return Path(path) if path else service.checkpoint_root()
 
 
 def _checkpoint_info(path: Path) -> tuple[str, str] | None:
@@ -277,12 +274,10 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
               uploaded: Mapping[str, list[Output]], beam: int,
               progress: ProgressFn | None) -> dict[str, list[Output]]:
     """Outputs of every system for ``chosen``, each with an alignment when ``aligner`` is given."""
-    from segviz.decode import force_align, generate_pg, generate_seg
-
     def align(records: list[Record], tokens: list[str]) -> dict | None:
         if aligner is None:
             return None
-        return {"tokens": tokens, "segments": _zero_based(force_align(aligner.model, aligner.vocab, records, tokens))}
+        return {"tokens": tokens, "segments": _zero_based(decode.force_align(aligner.model, aligner.vocab, records, tokens))}
 
     total = max(1, len(chosen) * (len(systems) + len(uploaded)))
     done = 0
@@ -293,10 +288,10 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
         for inp in chosen:
             _report(progress, 0.95 * done / total, f"{s.name}: input {len(outs) + 1} of {len(chosen)}")
             if s.constraints is None:
-                res = generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name, rules=c.rules())
+                res = decode.generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name, rules=c.rules())
                 segments = align(inp.records, res.tokens)
             else:
-                res = generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name, rules=c.rules())
+                res = decode.generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name, rules=c.rules())
                 segments = {"tokens": res.tokens, "segments": _zero_based(res.segments)}
             outs.append(Output(inp.input_id, res.text, segments))
             done += 1
@@ -403,11 +398,6 @@ def save_change(store: Store, item: dict, annotator: str, *, flag: tuple[int, st
 # Alignment: rendering and correction
 
 
-def record_colour(k: int | None) -> str | None:
-    """Background colour of record ``k`` (0-based); None for the null record."""
-    return None if k is None else PALETTE[k % len(PALETTE)]
-
-
 def _alignment(item: dict) -> dict | None:
     """The alignment to show: the annotator's correction if saved, else the item's own."""
     a = item["annotation"]
@@ -446,10 +436,11 @@ def _pieces(text: str, tokens: list[str], segments: list[list], records: list[Re
 
 
 def segments_html(item: dict) -> str:
-    """The item's text as HTML, each segment on the colour of its record (every text escaped once
-    with :func:`segviz.viz.esc`: no HTML, Markdown or LaTeX of its own).
-
-    Without an alignment, the plain escaped text."""
+    """The item's text as HTML, each segment drawn as in the Playground
+    (:func:`segviz.viz.segment_span`: its record's colour, grey for none) with the record's label
+    as tooltip; the pieces are cut from the text itself, so they join to exactly what the
+    annotator judges. Every text is escaped once with :func:`segviz.viz.esc` (no HTML, Markdown
+    or LaTeX of its own). Without an alignment, the plain escaped text."""
     alignment = _alignment(item)
     if not alignment or not alignment["segments"]:
         return f'<div class="segviz-text">{esc(item["text"])}</div>'
@@ -457,19 +448,15 @@ def segments_html(item: dict) -> str:
     spans = []
     for piece, rec in _pieces(item["text"], alignment["tokens"], alignment["segments"], records):
         stripped = piece.lstrip()
-        lead, body = (" " if len(stripped) < len(piece) else ""), esc(stripped)
-        if rec is None:
-            spans.append(f'{lead}<span style="color:#555" title="no record">{body}</span>')
-        else:
-            title = esc(item["labels"][rec])
-            spans.append(f'{lead}<span style="background:{record_colour(rec)};border-radius:3px;padding:0 2px" '
-                         f'title="{title}">{body}</span>')
+        lead = " " if len(stripped) < len(piece) else ""
+        title = "no record" if rec is None else item["labels"][rec]
+        spans.append(lead + segment_span(esc(stripped), None if rec is None else rec + 1, title=title))
     return f'<div class="segviz-text" style="line-height:1.9;font-size:1.1em">{"".join(spans)}</div>'
 
 
 def records_html(item: dict) -> str:
     """The input records as an HTML list, each on its colour (labels escaped)."""
-    rows = [f'<li><span style="background:{record_colour(k)};border-radius:3px;padding:0 4px">'
+    rows = [f'<li><span style="background:{record_colour(k + 1)};border-radius:3px;padding:0 4px">'
             f"{k + 1}. {esc(label)}</span></li>" for k, label in enumerate(item["labels"])]
     return f'<ul style="list-style:none;padding-left:0;line-height:1.9">{"".join(rows)}</ul>'
 

@@ -1,4 +1,4 @@
-"""Annotate service: building a campaign from tiny checkpoints and uploads; the annotator's view."""
+"""Annotate workflow (segviz.annotate.workflow): building a campaign from tiny checkpoints and uploads; the annotator's view."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
+import segviz
 import segviz.decode
-from segviz import checkpoint, faithfulness
+from segviz import checkpoint, faithfulness, service, viz
 from segviz.annotate import AnnotationError, Input, Output, Store, create_campaign
-from segviz.annotate import service as sv
-from segviz.annotate.service import SystemSpec
+from segviz.annotate import workflow as sv
+from segviz.annotate.workflow import SystemSpec
 from segviz.data import EOS_ID, EOSEG_ID, Vocab
 from segviz.model import ModelConfig, build_model
 from segviz.records import Record, format_e2e_mr, tokenize
@@ -181,6 +182,10 @@ def test_available_systems_and_spec_names(ckpts: Path, tmp_path: Path, monkeypat
     assert sv.available_systems("e2e", tmp_path / "missing") == []
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(ckpts))
     assert sv.default_checkpoints_dir() == ckpts and len(sv.available_systems("e2e")) == 4
+    # unset: the repository's checkpoints/ wherever the app was started (as the Playground finds them)
+    monkeypatch.delenv("SEGVIZ_CHECKPOINTS")
+    monkeypatch.chdir(tmp_path)
+    assert sv.default_checkpoints_dir() == service.checkpoint_root() == Path(segviz.__file__).parent.parent / "checkpoints"
     for spec in sv.available_systems("e2e", ckpts):
         assert SystemSpec.parse(spec.name) == spec
     with pytest.raises(AnnotationError, match="unknown constraint level"):
@@ -244,7 +249,8 @@ def test_segments_html_escapes_and_keeps_text(hand: Store) -> None:
     item = sv.annotator_view(hand, "h", "alice").item
     out = sv.segments_html(item)
     assert "<b>" not in out and "&lt;b&gt;Eagle&lt;/b&gt;" in out
-    assert out.count("<span") == 3 and sv.record_colour(0) in out and sv.record_colour(1) in out
+    assert out.count("<span") == 3 and viz.record_colour(1) in out and viz.record_colour(2) in out
+    assert out.count(f'background:{viz.NULL_COLOUR}') == 1  # the full stop: null record, as in the Playground
     assert 'title="name&#91;The &lt;b&gt;Eagle&lt;/b&gt;&#93;"' in out
     assert "<b>" not in sv.records_html(item) and "3. area[riverside]" in html.unescape(sv.records_html(item))
     no_seg = dict(item, segments=None)
@@ -266,7 +272,8 @@ def test_segment_pieces_are_the_text() -> None:
     assert "".join(p for p, _ in pieces) == text
     item = {"text": text, "segments": {"tokens": tokenize(text), "segments": segments}, "annotation": None,
             "records": [r.to_json() for r in records], "labels": [r.label for r in records], "K": 2}
-    assert sv.segments_html(item).count(' <span style="color:#555" title="no record">is in the</span>') == 1
+    null = viz.segment_span("is in the", None, title="no record")
+    assert sv.segments_html(item).count(f" {null}") == 1
     # tokens that do not match the text (e.g. an edited output): fall back to detokenised tokens
     assert [p for p, _ in sv._pieces("Something else.", tokenize(text), segments, records)][0] == "The Eagle"
 
@@ -311,3 +318,9 @@ def test_save_one_box_and_stale_view(hand: Store) -> None:
     assert ticked == {f"ann_flag_{iid}_0_wrong"}
     assert (values[f"ann_flu_{iid}"], values[f"ann_extra_{iid}"], values[f"ann_comment_{iid}"]) == (None, 0, "")
     assert len(values) == 3 + 3 * fresh["K"]
+
+
+def test_settings_come_from_the_core() -> None:
+    """One of each: constraint levels and beam are the decoder's, colours and segments the Playground's."""
+    assert sv.CONSTRAINT_LEVELS == segviz.decode.CONSTRAINTS and sv.BEAM == 5
+    assert not hasattr(sv, "PALETTE") and sv.record_colour is viz.record_colour
