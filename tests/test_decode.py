@@ -1,13 +1,15 @@
-"""Decoding constraints as properties, on a tiny model trained for a few steps on 8 examples."""
+"""Decoding constraints as properties, on a tiny model trained for a few steps on 8 examples;
+what the shipped E2E segment model must deliver under +RM and when sampling plans."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import make_model
+from conftest import ROOT, make_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from segviz import checkpoint
 from segviz.data import collate, encode
 from segviz.decode import (
     force_align,
@@ -17,6 +19,7 @@ from segviz.decode import (
     sample_structures,
     specific_value,
 )
+from segviz.faithfulness import segment_verdicts
 from segviz.records import Record
 
 
@@ -79,11 +82,13 @@ def test_rm_realises_every_record(trained, vocab, records):
     recs = [k for k in r.segment_records() if k is not None]
     if not r.fallback_used:
         assert len(recs) == len(set(recs)), r.segments
-        for k, rec in enumerate(records, 1):  # by its own segment, or its value said verbatim
-            assert k in recs or _says(r.tokens, rec), (k, r.tokens, r.segments)
-        for s, e, k in r.segments:  # content rule: a record's segment says something
-            if k is not None:
-                assert not all(is_function_word(w) for w in r.tokens[s:e]), (r.tokens[s:e], k)
+        for k, rec in enumerate(records, 1):
+            # by a segment of its own that says something (the content rule), or, for a specific
+            # value only, by that value said verbatim inside one segment of another record
+            own = [r.tokens[s:e] for s, e, j in r.segments if j == k]
+            said = specific_value(rec) and any(_says(r.tokens[s:e], rec) for s, e, j in r.segments if j not in (k, None))
+            assert len(own) == 1 or said, (k, r.tokens, r.segments)
+            assert not own or not all(is_function_word(w) for w in own[0]), (own, k)
 
 
 def _says(tokens, rec) -> bool:
@@ -152,9 +157,52 @@ def test_trained_model_reproduces_training_text_and_alignment(trained, vocab, ex
     assert p.text == "Zizzi is an Italian restaurant."
 
 
-def test_sample_structures_gives_distinct_plans(trained, vocab, examples):
-    res = sample_structures(trained["seg"], vocab, examples[0].records, n=3, seed=0, beam=2)
+@pytest.mark.parametrize("idx", [0, 2, 5, 7])  # 8, 5, 4 and 4 records
+def test_sample_structures_gives_distinct_plans(vocab, examples, idx):
+    """Plans are sampled from the transition model: with a spread-out one (an untrained model),
+    3 samples give at least 2 distinct orders of every record."""
+    records = examples[idx].records
+    res = sample_structures(make_model("seg", vocab, seed=2), vocab, records, n=3, seed=0, beam=2)
     plans = [tuple(r.plan) for r in res]
-    assert len(plans) == len(set(plans)) >= 1
+    assert 2 <= len(plans) == len(set(plans)) <= 3, plans
     for r in res:
-        assert sorted(r.plan) == list(range(1, 9))
+        assert sorted(r.plan) == list(range(1, len(records) + 1)) and r.constraints == "rm"
+
+
+# ----- the shipped E2E segment model ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return checkpoint.load(ROOT / "checkpoints" / "e2e-seg")
+
+
+def _realised_per_segment(records, r) -> list[int]:
+    """Records (1..K) that no segment of their own states (:func:`segment_verdicts`) and whose
+    specific value is not said verbatim either."""
+    verdicts = segment_verdicts("e2e", records, r.tokens, r.segments)
+    return [
+        k
+        for k, rec in enumerate(records, 1)
+        if not any(v.record == k and v.own for v in verdicts) and not (specific_value(rec) and _says(r.tokens, rec))
+    ]
+
+
+def test_shipped_rm_realises_every_record_per_segment(shipped, examples):
+    """+RM on the shipped model: every record is stated by a segment of its own (by the checker's
+    per-segment verdict), or its specific value is said verbatim, on the 8 bundled inputs."""
+    for ex in examples:
+        r = generate_seg(shipped.model, shipped.vocab, ex.records, "rm", beam=5, rules=shipped.rules())
+        assert not r.fallback_used, r.text
+        assert _realised_per_segment(ex.records, r) == [], (r.text, r.segments)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the shipped e2e-seg's transition model is one-hot (p = 1.000 at every boundary), so every "
+    "sample takes the same order; when a retrained checkpoint passes, remove this mark",
+)
+def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
+    """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3)."""
+    res = sample_structures(shipped.model, shipped.vocab, examples[0].records, n=3, seed=0, beam=2)
+    assert len({tuple(r.plan) for r in res}) >= 2
