@@ -104,8 +104,16 @@ if request is None or request[0] != dataset:
     st.info("Edit the records and press **Generate**.")
     st.stop()
 
-cmp = ui.compare(*request, ui.checkpoint_key(dataset, "seg"), ui.checkpoint_key(dataset, "pg"))
+seg_key = ui.checkpoint_key(dataset, "seg")
+cmp = ui.compare(*request, seg_key, ui.checkpoint_key(dataset, "pg"))
 ui.show_messages(cmp.warnings)
+current = (dataset, service.records_to_param(parsed.records), constraints, int(beam)) if parsed is not None else None
+stale = current != tuple(request)
+if stale:
+    st.warning(
+        "The records or settings have changed since this output was generated: it is greyed out. "
+        "Press **Generate** to update it."
+    )
 st.caption(f"Constraints: {decode.CONSTRAINT_LABELS[cmp.constraints]} · beam {cmp.beam} · {len(cmp.records)} records")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
@@ -119,16 +127,52 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         t, rec = None, None
         if pick and res is not None and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, rec = pick[0], res.record_of_source_token[pick[1]]
-        ui.show_output(view, cmp.records, t, rec)
+        span = ui.segment_table_pick(view, f"playground_segments_{system}")
+        ui.show_output(view, cmp.records, t, rec, highlight_span=span, stale=stale)
 
 st.subheader("Per-record status")
+st.caption("The automatic checker's verdict for every input record (and facts not in the input).")
 ui.status_table(service.status_rows(cmp), key="playground_status")
-
-st.subheader("Attention")
-st.caption("Output tokens × source tokens, one colour scale for both systems. Click a cell to highlight that token and record.")
-vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
+st.subheader("Per-segment verdicts")
+st.caption(
+    "Does each segment say its own record and nothing else? Select a row to frame its segment in the text above; "
+    "segments that are not faithful have a dotted red outline."
+)
 cols = st.columns(2)
 for col, (system, view) in zip(cols, views.items(), strict=True):
+    with col:
+        st.markdown(f"**{viz.esc(view.label)}**")
+        if not view.segment_verdicts:
+            st.caption("No segments.")
+            continue
+        ui.segment_table(view, key=f"playground_segments_{system}")
+
+st.subheader("Attention or posterior")
+view_mode = ui.view_picker("playground_view", qp.get("view", "attention"))
+if qp.get("view", "attention") != view_mode:
+    qp["view"] = view_mode
+if view_mode == "posterior":
+    st.caption(ui.POSTERIOR_CAPTION)
+    cols = st.columns(2)
+    for col, (system, view) in zip(cols, views.items(), strict=True):
+        with col:
+            ui.show_posterior(dataset, request[1], view, cmp.records, seg_key, key=f"playground_post_{system}")
+    with st.expander("Posterior of any text (a reference, your own sentence)"):
+        own = st.text_area("Text to align with the records", key="playground_own_text",
+                           placeholder="e.g. a reference from the dev set, or a sentence with an error in it")
+        if own.strip():
+            try:
+                own_view = ui.align_text(dataset, request[1], own.strip(), seg_key)
+            except RecordError as e:
+                ui.error(str(e))
+            else:
+                ui.show_output(own_view, cmp.records)
+                ui.show_posterior(dataset, request[1], own_view, cmp.records, seg_key, key="playground_post_own")
+else:
+    st.caption("Output tokens × source tokens, one colour scale for both systems. Click a cell to highlight that token and record.")
+vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
+cols = st.columns(2) if view_mode == "attention" else []
+for col, (system, view) in zip(cols, views.items(), strict=False):
     with col:
         res = view.result
         if res is None or not res.attention:
@@ -149,3 +193,10 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
                 f"attention {res.attention[t][i]:.3f}",
                 unsafe_allow_html=True,
             )
+
+st.download_button(
+    "Export this case (JSON)",
+    service.case_json(dataset, cmp.records, [cmp.seg, cmp.pg], constraints=cmp.constraints, beam=cmp.beam),
+    file_name="segviz-case.json", mime="application/json", key="playground_export",
+    help="Records, settings, both texts with their segments, attention and verdicts.",
+)

@@ -96,18 +96,30 @@ def _token_from_click(system: str) -> None:
 if not case.views:  # e.g. the checkpoints became unusable after the run was requested
     ui.error("No system produced an output for this case.")
     st.stop()
+view_mode = ui.view_picker("insp_view")
+if view_mode == "posterior":
+    st.caption(ui.POSTERIOR_CAPTION)
+case_param = service.records_to_param(case.records)
 cols = st.columns(len(case.views))
 for col, (system, view) in zip(cols, case.views.items(), strict=True):
     with col:
         res = view.result
         token = ss.get(f"insp_token_{system}")
-        ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None)
+        span = ui.segment_table_pick(view, f"insp_segments_{system}")
+        ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
+                       highlight_span=span)
         if view.report is not None:
             ui.status_table(
                 [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]
                 + [{"#": None, "record": f"{h} (not in the input)", "status": "hallucinated"} for h in view.report.hallucinated],
                 key=f"insp_status_{system}",
             )
+        if view.segment_verdicts:
+            st.caption("Per-segment verdicts (select a row to frame its segment in the text):")
+            ui.segment_table(view, key=f"insp_segments_{system}")
+        if view_mode == "posterior":
+            ui.show_posterior(dataset, case_param, view, case.records, seg_key, key=f"insp_post_{system}")
+            continue
         if res is None or not res.attention:
             st.caption("No attention: it belongs to the system that wrote this text.")
             continue

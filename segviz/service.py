@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from segviz import decode, faithfulness
+from segviz import decode, faithfulness, posterior
 from segviz.checkpoint import Checkpoint, CheckpointError
 from segviz.records import Record, RecordError, parse_e2e_mr, tokenize
 
@@ -57,6 +57,11 @@ __all__ = [
     "cases_from_outputs",
     "flagged_rows",
     "status_rows",
+    "segment_rows",
+    "text_posterior",
+    "case_json",
+    "cased_tokens",
+    "align_text",
     "summarise_checkpoints",
 ]
 
@@ -261,6 +266,13 @@ class SystemView:
     result: decode.GenerationResult | None = None
     report: faithfulness.FaithReport | None = None
     error: str | None = None
+    # where the segments come from: "as decoded" (the segment model's own output), "forced
+    # alignment" (PG, uploaded or typed text aligned by the segment model), None (no segments)
+    alignment: str | None = None
+    # one verdict per segment of ``result.segments`` (segviz.faithfulness.segment_verdicts)
+    segment_verdicts: list[faithfulness.SegmentVerdict] = field(default_factory=list)
+    # the text's tokens in their own case (uploaded / typed text); None: restore from the records
+    cased: list[str] | None = None
 
     @property
     def label(self) -> str:
@@ -298,17 +310,33 @@ def _unknown_words(ck: Checkpoint | None, records: Sequence[Record]) -> list[str
     return sorted({t for r in records for t in r.tokens if t not in ck.vocab.stoi})
 
 
-def _check(dataset: str, records: list[Record], view: SystemView) -> SystemView:
-    if view.result is not None:
-        view.report = faithfulness.check(dataset, records, view.result.text)
+def _check(dataset: str, records: list[Record], view: SystemView, alignment: str | None = None) -> SystemView:
+    """The checker's record verdicts and, when the text has segments, one verdict per segment."""
+    res = view.result
+    if res is not None:
+        view.report = faithfulness.check(dataset, records, res.text)
+        if res.segments:
+            view.alignment = alignment
+            view.segment_verdicts = faithfulness.segment_verdicts(dataset, records, res.tokens, res.segments)
     return view
+
+
+def cased_tokens(text: str, tokens: Sequence[str]) -> list[str] | None:
+    """``text``'s tokens in their own case (``tokenize`` lower-cases), or None if they do not
+    line up with ``tokens`` one to one."""
+    from segviz.records import _TOKEN
+
+    cased = _TOKEN.findall(text)
+    if len(cased) != len(tokens) or any(c.lower() != t for c, t in zip(cased, tokens, strict=True)):
+        return None
+    return cased
 
 
 def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None) -> SystemView:
     if seg is None:
         return SystemView("seg", error=missing_message(dataset, "seg"))
     res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=seg.rules())
-    return _check(dataset, records, SystemView("seg", res))
+    return _check(dataset, records, SystemView("seg", res), "as decoded")
 
 
 def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam) -> SystemView:
@@ -317,7 +345,7 @@ def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, bea
     res = decode.generate_pg(pg.model, pg.vocab, records, beam, rules=pg.rules())
     if seg is not None:  # PG has no segments of its own: the segment model aligns its text
         decode.align_result(res, seg.model, seg.vocab, records)
-    return _check(dataset, records, SystemView("pg", res))
+    return _check(dataset, records, SystemView("pg", res), "forced alignment")
 
 
 def compare(
@@ -377,7 +405,7 @@ def sample_plans(
             if len(plans) >= n:
                 break
         results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p, rules=seg.rules()) for p in plans]
-    return [_check(dataset, records, SystemView("seg", r)) for r in results]
+    return [_check(dataset, records, SystemView("seg", r), "as decoded") for r in results]
 
 
 def status_rows(comparison: Comparison) -> list[dict]:
@@ -396,6 +424,66 @@ def status_rows(comparison: Comparison) -> list[dict]:
             row[v.label] = "hallucinated" if h in v.report.hallucinated else "—"
         rows.append(row)
     return rows
+
+
+def segment_rows(view: SystemView) -> list[dict]:
+    """One row per segment of ``view``'s text: its tokens, record and per-segment verdict
+    (:func:`segviz.faithfulness.segment_verdicts`); ``start``/``end`` locate it in the text."""
+    res = view.result
+    if res is None:
+        return []
+    names = {k: label for k, label, _ in res.records}
+    rows = []
+    for n, v in enumerate(view.segment_verdicts, start=1):
+        words = view.cased[v.start : v.end] if view.cased else res.tokens[v.start : v.end]
+        rows.append({
+            "segment": n,
+            "text": " ".join(words),
+            "record": "null (no record)" if v.record is None else f"{v.record} {names.get(v.record, '?')}",
+            "verdict": v.verdict,
+            "start": v.start,
+            "end": v.end,
+        })
+    return rows
+
+
+def text_posterior(records: list[Record], tokens: Sequence[str], seg: Checkpoint | None) -> posterior.TextPosterior:
+    """The segment model's exact posterior over segmentations of ``tokens`` (any text: an output
+    of either system, a reference, an uploaded or typed text). Raises :class:`RecordError`
+    without a segment model."""
+    if seg is None:
+        raise RecordError("the posterior needs the segment model, and none is loaded")
+    with _threads(1):
+        return posterior.text_posterior(seg.model, seg.vocab, list(records), list(tokens))
+
+
+def align_text(dataset: str, records: list[Record], text: str, seg: Checkpoint | None, system: str = "your text") -> SystemView:
+    """Any text (a reference, a typed text) aligned by the segment model and checked, its case kept."""
+    if not tokenize(text):
+        raise RecordError("the text has no words")
+    return cases_from_outputs(dataset, [(list(records), text)], seg, system)[0].views[system]
+
+
+def case_json(dataset: str, records: Sequence[Record], views: Sequence[SystemView], **settings) -> str:
+    """The current case as JSON (for papers / bug reports): the records, the settings, and per
+    system its text, tokens, segments, attention, record verdicts and per-segment verdicts."""
+    out = {
+        "dataset": dataset,
+        "records": [{"attribute": r.attribute, "value": r.value, **({"subject": r.subject} if r.subject else {})} for r in records],
+        **settings,
+        "systems": {},
+    }
+    for v in views:
+        entry: dict = {"label": v.label, "error": v.error, "segments_from": v.alignment}
+        if v.result is not None:
+            entry["result"] = v.result.to_json()
+        if v.report is not None:
+            entry["record_verdicts"] = v.report.to_dict()
+        entry["segment_verdicts"] = [
+            {"start": s.start, "end": s.end, "record": s.record, "text": s.text, "verdict": s.verdict} for s in v.segment_verdicts
+        ]
+        out["systems"][v.system] = entry
+    return json.dumps(out, ensure_ascii=False, indent=1)
 
 
 # ----- hallucination inspector ---------------------------------------------------------------------
@@ -504,7 +592,8 @@ def cases_from_outputs(
             with _threads(1):
                 decode.align_result(res, seg.model, seg.vocab, records)
         res.elapsed_ms = (time.perf_counter() - t0) * 1000
-        view = _check(dataset, records, SystemView(system, res))
+        view = _check(dataset, records, SystemView(system, res), "forced alignment")
+        view.cased = cased_tokens(text, tokens)
         cases.append(Case(i, f"line {lines[i]}" if lines else f"output {i + 1}", list(records), {system: view}))
         if progress:
             progress(i + 1, len(pairs))

@@ -120,6 +120,20 @@ def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int,
     return service.sample_plans(dataset, records, _from_key(seg_key, dataset, "seg"), n, seed, beam)
 
 
+@st.cache_data(show_spinner="Computing the posterior…", max_entries=256)
+def text_posterior(dataset: str, records_param: str, tokens: tuple[str, ...], seg_key):
+    """:func:`segviz.service.text_posterior` of ``tokens``, cached by text, records and checkpoint."""
+    records = service.records_from_param(dataset, records_param)
+    return service.text_posterior(records, list(tokens), _from_key(seg_key, dataset, "seg"))
+
+
+@st.cache_data(show_spinner="Aligning the text…", max_entries=64)
+def align_text(dataset: str, records_param: str, text: str, seg_key) -> service.SystemView:
+    """:func:`segviz.service.align_text`, cached (raises RecordError for a text without words)."""
+    records = service.records_from_param(dataset, records_param)
+    return service.align_text(dataset, records, text, _from_key(seg_key, dataset, "seg"))
+
+
 def dev_inputs(dataset: str) -> tuple[list[tuple[str, list[Record]]], str | None]:
     """Distinct dev inputs ``(key, records)`` (at most ``MAX_DEV_INPUTS``), or a message why none."""
     return _dev_inputs(dataset, str(default_data_dir()))
@@ -152,22 +166,97 @@ def show_messages(warnings: list[str]) -> None:
         warning(w)
 
 
-def show_output(view: service.SystemView, records: list[Record], highlight_token=None, highlight_record=None) -> None:
-    """One system's coloured text, legend and timing (or why it has none)."""
-    st.markdown(f"**{view.label}**")
+def show_output(view: service.SystemView, records: list[Record], highlight_token=None, highlight_record=None,
+                highlight_span=None, stale: bool = False) -> None:
+    """One system's coloured text (each segment's record and verdict on hover), legend and
+    timing, or why it has none. ``stale``: greyed out, the inputs have changed since."""
+    st.markdown(f"**{viz.esc(view.label)}**")
     if view.error:
         error(view.error)
         return
     res = view.result
     if res.fallback_used:
         st.warning("The constraints (or the forced plan) could not be met; this is the best unconstrained output.")
-    st.markdown(viz.segments_html(res, records, highlight_token, highlight_record), unsafe_allow_html=True)
+    st.markdown(
+        viz.segments_html(res, records, highlight_token, highlight_record, verdicts=view.segment_verdicts,
+                          highlight_span=highlight_span, cased=view.cased, stale=stale),
+        unsafe_allow_html=True,
+    )
     st.markdown(viz.legend_html(res, highlight_record), unsafe_allow_html=True)
-    how = "segments from forced alignment by the segment model" if res.system == "pg" else "segments as decoded"
-    if res.system == "pg" and not res.segments:
+    if not res.segments:
         how = "not aligned (no segment model loaded)"
-    plan = f" · plan {res.plan}" if res.plan else ""
-    st.caption(f"{how}{plan} · {len(res.tokens)} tokens · {res.elapsed_ms:.0f} ms")
+    elif view.alignment == "forced alignment":
+        how = "segments from forced alignment by the segment model"
+    else:
+        how = "segments as decoded"
+    plan = f" · plan {' → '.join(map(str, res.plan))}" if res.plan else ""
+    st.caption(f"{how}{plan} · {len(res.tokens)} tokens · {res.elapsed_ms:.0f} ms · hover a segment for its record and verdict")
+
+
+def segment_table(view: service.SystemView, key: str) -> tuple[int, int] | None:
+    """The per-segment verdicts of ``view`` as a table; returns ``(start, end)`` of the segment
+    whose row is selected (tests set ``session_state[key + "_pick"]`` to a row number instead)."""
+    rows = service.segment_rows(view)
+    if not rows:
+        return None
+    df = pd.DataFrame(rows)
+    df["verdict"] = df["verdict"].map(lambda v: viz.VERDICT_ICONS.get(v, v))
+    st.dataframe(
+        df[["segment", "text", "record", "verdict"]], hide_index=True, width="stretch", key=key,
+        on_select="rerun", selection_mode="single-row",
+    )
+    return segment_table_pick(view, key)
+
+
+def segment_table_pick(view: service.SystemView, key: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the segment selected in :func:`segment_table` ``key`` (read from the
+    session state, so the text drawn above the table can frame it), or None."""
+    rows = service.segment_rows(view)
+    picked = None
+    try:
+        picked = (st.session_state[key].selection.rows or [None])[0]
+    except (KeyError, AttributeError, TypeError):
+        pass
+    if picked is None:
+        picked = st.session_state.get(f"{key}_pick")
+    if picked is None or not 0 <= picked < len(rows):
+        return None
+    return rows[picked]["start"], rows[picked]["end"]
+
+
+VIEWS = {"attention": "Attention", "posterior": "Posterior over segmentations"}
+POSTERIOR_CAPTION = (
+    "Posterior: for every token, the probability that it lies in a segment of each record (or of no record), "
+    "given the whole text and the records, summed exactly over all segmentations (forward-backward; each row "
+    "sums to 1). Red frames: the most probable segmentation (Viterbi). Bars: the probability that a new segment "
+    "starts at the token. Attention shows where a decoder looked while writing a word; the posterior shows which "
+    "record the segment model says the text realises, for any text (PG's included, which has no segments of its own)."
+)
+
+
+def view_picker(key: str, default: str = "attention") -> str:
+    """Toggle between the attention heatmaps and the posterior over segmentations."""
+    options = list(VIEWS)
+    return st.radio("Show", options, index=options.index(default) if default in options else 0,
+                    format_func=VIEWS.get, horizontal=True, key=key)
+
+
+def show_posterior(dataset: str, records_param: str, view: service.SystemView, records: list[Record], seg_key,
+                   key: str) -> None:
+    """The segment model's posterior heatmap of ``view``'s text, or why there is none."""
+    res = view.result
+    if res is None or not res.tokens:
+        st.info(f"{view.label}: no text to show the posterior of.")
+        return
+    if seg_key is None:
+        st.info("The posterior needs the segment model, and none is loaded.")
+        return
+    post = text_posterior(dataset, records_param, tuple(res.tokens), seg_key)
+    st.altair_chart(viz.posterior_chart(post, view.label, records, view.cased), key=key, width="content")
+    st.caption(
+        f"log p(text | records) = {post.log_prob:.2f} (all segmentations) · Viterbi: {len(post.viterbi)} segments · "
+        f"{post.elapsed_ms:.0f} ms"
+    )
 
 
 def status_table(rows: list[dict], key: str) -> None:

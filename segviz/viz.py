@@ -7,6 +7,7 @@ such as ``<script>``, ``**bold**`` or ``$5`` is shown literally by ``st.markdown
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -33,6 +34,10 @@ __all__ = [
     "curves_frame",
     "loss_chart",
     "segments_chart",
+    "posterior_frame",
+    "posterior_chart",
+    "word_diff_html",
+    "VERDICT_ICONS",
 ]
 
 # ColorBrewer Set3: light enough for black text on top, distinguishable for most readers; the
@@ -69,9 +74,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _FUNCTION_WORDS = {"the", "a", "an", "of", "and", "in", "on", "at", "near", "by", "for", "to", "with"}
 
 
-def display_tokens(tokens: Sequence[str], records: Sequence[Record] = ()) -> list[tuple[str, bool]]:
+def display_tokens(
+    tokens: Sequence[str], records: Sequence[Record] = (), cased: Sequence[str] | None = None
+) -> list[tuple[str, bool]]:
     """``(text, space_before)`` per token, with record casing restored and sentences capitalised
-    (the same rules as :func:`segviz.records.detokenize`, token by token)."""
+    (the same rules as :func:`segviz.records.detokenize`, token by token). With ``cased`` (the
+    same tokens in the writer's own case, e.g. an uploaded text) those words are shown as they are."""
     casing = {}
     for r in records:
         for text in (r.value, r.subject or ""):
@@ -82,9 +90,12 @@ def display_tokens(tokens: Sequence[str], records: Sequence[Record] = ()) -> lis
     prev = None
     for n, tok in enumerate(tokens):
         nxt = tokens[n + 1] if n + 1 < len(tokens) else None
-        word = tok if tok in _FUNCTION_WORDS and nxt not in casing else casing.get(tok, tok)
-        if prev is None or prev in {".", "!", "?"}:
-            word = word[:1].upper() + word[1:]
+        if cased is not None:
+            word = cased[n]
+        else:
+            word = tok if tok in _FUNCTION_WORDS and nxt not in casing else casing.get(tok, tok)
+            if prev is None or prev in {".", "!", "?"}:
+                word = word[:1].upper() + word[1:]
         space = prev is not None and not (tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-")
         out.append((word, space))
         prev = tok
@@ -95,18 +106,47 @@ def _short(label: str, n: int = 28) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
+# per-segment verdicts (segviz.faithfulness.segment_verdicts): icon + word, never colour alone
+VERDICT_ICONS = {"faithful": "✓ faithful", "unrealised": "– unrealised", "other record": "✗ other record",
+                 "absent value": "+ absent value"}  # fmt: skip
+
+
+def _hover(k: int | None, names: dict, v) -> str:
+    """Hover text of a segment: its record and, with a verdict ``v``, what the checker says."""
+    out = "null (no record)" if k is None else f"record {k}: {names.get(k, '?')}"
+    if v is None:
+        return out
+    out += f" · {VERDICT_ICONS.get(v.verdict, v.verdict)}"
+    if v.others:
+        out += " (states " + ", ".join(f"record {j}" for j in v.others) + ")"
+    if v.absent:
+        out += " (not in the input: " + ", ".join(v.absent) + ")"
+    return out
+
+
 def segments_html(
     result: GenerationResult,
     records: Sequence[Record] = (),
     highlight_token: int | None = None,
     highlight_record: int | None = None,
+    *,
+    verdicts: Sequence = (),
+    highlight_span: tuple[int, int] | None = None,
+    cased: Sequence[str] | None = None,
+    stale: bool = False,
 ) -> str:
     """The output text, each segment on the colour of its record and tagged with the record's
     number and name (``null`` segments grey). Token ``highlight_token`` gets a frame; segments
-    of ``highlight_record`` a thick underline. Without segments the text is shown plain."""
-    shown = display_tokens(result.tokens, records)
+    of ``highlight_record`` a thick underline; the segment ``highlight_span = (start, end)`` a
+    red frame (a clicked row of a verdict table). ``verdicts`` (one
+    :class:`~segviz.faithfulness.SegmentVerdict` per segment) give each segment a hover text with
+    its record and verdict, and a dotted red outline where it is not faithful. ``cased``: the
+    tokens in the writer's own case. ``stale``: greyed out (the output no longer matches the
+    inputs). Without segments the text is shown plain."""
+    shown = display_tokens(result.tokens, records, cased)
     names = {k: label for k, label, _ in result.records}
     segments = result.segments or [(0, len(result.tokens), -1)]
+    by_span = {(v.start, v.end): v for v in verdicts}
     parts = []
     for start, end, k in segments:
         toks = []
@@ -119,23 +159,37 @@ def segments_html(
             parts.append(lead + "".join(toks))
             continue
         tag = "null" if k is None else f"{k} {_short(names.get(k, '?'))}"
-        parts.append(lead + segment_span("".join(toks), k, tag=tag, underline=k is not None and k == highlight_record))
+        v = by_span.get((start, end))
+        outline = "outline:2px dotted #c00;" if v is not None and not v.faithful else ""
+        if highlight_span is not None and (start, end) == tuple(highlight_span):
+            outline = "outline:3px solid #d62728;outline-offset:1px;"
+        parts.append(lead + segment_span(
+            "".join(toks), k, tag=tag, title=_hover(k, names, v), underline=k is not None and k == highlight_record,
+            verdict=v.verdict if v is not None else None, style=outline,
+        ))
     if not result.tokens:
         parts = ["<em>(empty output)</em>"]
+    if stale:
+        return f'<div class="segviz-text segviz-stale" style="font-size:1.05em;opacity:0.35;filter:grayscale(1)">{"".join(parts)}</div>'
     return f'<div class="segviz-text" style="font-size:1.05em">{"".join(parts)}</div>'
 
 
 def segment_span(body_html: str, k: int | None, *, tag: str | None = None, title: str | None = None,
-                 underline: bool = False) -> str:
+                 underline: bool = False, verdict: str | None = None, style: str = "") -> str:
     """One segment: ``body_html`` (already escaped) on the colour of record ``k`` (1..K; grey for
     the null record), with the tag ``tag`` written after it and/or the tooltip ``title`` (both
-    escaped here). The Playground and the Annotate page draw segments with it."""
+    escaped here); ``verdict`` becomes ``data-verdict``, ``style`` (trusted CSS) is appended.
+    The tag never wraps inside itself. The Playground and the Annotate page draw segments with it."""
     border = "border-bottom:3px solid #000;" if underline else ""
     tip = "" if title is None else f' title="{esc(title)}"'
-    sub = "" if tag is None else f'<sub style="font-size:0.65em;color:#333;margin-left:2px">{esc(tag)}</sub>'
+    data = "" if verdict is None else f' data-verdict="{esc(verdict)}"'
+    sub = (
+        "" if tag is None
+        else f'<sub style="font-size:0.65em;color:#333;margin-left:2px;white-space:nowrap">{esc(tag)}</sub>'
+    )
     return (
-        f'<span class="seg" data-record="{k or 0}"{tip} style="background:{record_colour(k)};'
-        f'padding:1px 3px;border-radius:4px;line-height:2.1;{border}">{body_html}{sub}</span>'
+        f'<span class="seg" data-record="{k or 0}"{data}{tip} style="background:{record_colour(k)};'
+        f'padding:1px 3px;border-radius:4px;line-height:2.1;{border}{style}">{body_html}{sub}</span>'
     )
 
 
@@ -351,3 +405,95 @@ def segments_chart(df: pd.DataFrame) -> alt.Chart:
         )
         .properties(autosize=_FIT_X)
     )
+
+
+# ----- posterior over segmentations ---------------------------------------------------------------
+
+
+def posterior_frame(post, records: Sequence[Record] = (), cased: Sequence[str] | None = None) -> pd.DataFrame:
+    """Long table of a :class:`segviz.posterior.TextPosterior`: one row per (token, state) with
+    ``t, j, token, state, p, start, viterbi`` (``viterbi``: the cell lies on the Viterbi path)."""
+    on_path = {(t, k or 0) for s, e, k in post.viterbi for t in range(s, e)}
+    shown = display_tokens(post.tokens, records, cased)
+    rows = []
+    for t, row in enumerate(post.probs):
+        for j, p in enumerate(row):
+            rows.append({
+                "t": t, "j": j, "token": f"{t} {shown[t][0]}", "state": "null" if j == 0 else f"{j} {post.states[j]}",
+                "p": float(p), "start": float(post.start[t]), "viterbi": (t, j) in on_path,
+            })
+    return pd.DataFrame(rows, columns=["t", "j", "token", "state", "p", "start", "viterbi"])
+
+
+def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased: Sequence[str] | None = None) -> alt.HConcatChart:
+    """Heatmap tokens (y, in order) × states (x: null, then records 1..K) of P(token t lies in a
+    segment of record k | text, records), with the Viterbi segmentation framed in red on top, a
+    strip of record colours above, and beside it a bar per token: P(a segment starts here)."""
+    df = posterior_frame(post, records, cased)
+    T, S = len(post.tokens), len(post.states)
+    sy = _steps(T, 460, lo=12)
+    sx = 30 if S <= 8 else 22
+    y_dom, x_dom = list(range(T)), list(range(S))
+    shown = display_tokens(post.tokens, records, cased)
+    y = alt.Y("t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), title="tokens",
+              axis=alt.Axis(labelExpr=_label_expr([f"{t} {_short(w, 14)}" for t, (w, _) in enumerate(shown)]),
+                            labelFontSize=min(11, sy - 1), labelOverlap=False, labelLimit=110, ticks=False))
+    state_labels = ["null"] + [f"{j} {_short(post.states[j], 18)}" for j in range(1, S)]
+    x = alt.X("j:O", sort=x_dom, scale=alt.Scale(domain=x_dom), title="record (null = no record)",
+              axis=alt.Axis(labelExpr=_label_expr(state_labels), labelAngle=-45, labelLimit=130, ticks=False))
+    tooltip = [alt.Tooltip("token:N", title="token"), alt.Tooltip("state:N", title="record"),
+               alt.Tooltip("p:Q", format=".3f", title="P(token in a segment of this record)"),
+               alt.Tooltip("start:Q", format=".3f", title="P(a segment starts here)"),
+               alt.Tooltip("viterbi:N", title="on the Viterbi path")]
+    base = alt.Chart(df, width=S * sx, height=T * sy)
+    heat = base.mark_rect().encode(
+        x=x, y=y, tooltip=tooltip,
+        color=alt.Color("p:Q", scale=alt.Scale(domain=[0, 1], range=["#ffffff", "#238b45"], interpolate="rgb"),
+                        title="posterior", legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=120)),
+    )
+    path = base.transform_filter("datum.viterbi").mark_rect(filled=False, stroke="#d62728", strokeWidth=2).encode(
+        x=x, y=y, tooltip=tooltip,
+    )
+    strip_df = pd.DataFrame({"j": x_dom, "state": [("null" if j == 0 else f"{j} {post.states[j]}") for j in x_dom]})
+    strip = alt.Chart(strip_df, width=S * sx, height=14).mark_rect(stroke="white").encode(
+        x=alt.X("j:O", sort=x_dom, scale=alt.Scale(domain=x_dom), axis=None),
+        color=alt.Color("state:N", scale=alt.Scale(domain=list(strip_df["state"]), range=[record_colour(j) for j in x_dom]),
+                        legend=None),
+        tooltip=[alt.Tooltip("state:N", title="record")],
+    )
+    if title:
+        strip = strip.properties(title=alt.Title(title, anchor="start"))
+    starts = df.drop_duplicates("t")
+    bars = alt.Chart(starts, width=90, height=T * sy).mark_bar(color="#555").encode(
+        x=alt.X("start:Q", scale=alt.Scale(domain=[0, 1]), title="P(segment starts)", axis=alt.Axis(tickCount=2)),
+        y=alt.Y("t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), axis=None),
+        tooltip=[alt.Tooltip("token:N", title="token"), alt.Tooltip("start:Q", format=".3f", title="P(a segment starts here)")],
+    )
+    left = alt.vconcat(strip, alt.layer(heat, path), spacing=3).resolve_scale(color="independent", x="shared")
+    spacer = alt.Chart(pd.DataFrame({"v": []}), width=90, height=14).mark_point(opacity=0)
+    right = alt.vconcat(spacer, bars, spacing=3)
+    return alt.hconcat(left, right, spacing=4).resolve_scale(color="independent")
+
+
+# ----- word diff -------------------------------------------------------------------------------------
+
+
+def word_diff_html(old: Sequence[str], new: Sequence[str], records: Sequence[Record] = ()) -> str:
+    """The new text with its words that the old one lacks on green (``<ins>``) and the old words
+    it dropped struck through on red (``<del>``), compared word by word (case-insensitive)."""
+    a, b = display_tokens(old, records), display_tokens(new, records)
+    def words(shown: list[tuple[str, bool]]) -> str:
+        return "".join((" " if space and n else "") + esc(w) for n, (w, space) in enumerate(shown))
+
+    out = ""
+    sm = difflib.SequenceMatcher(a=[t.lower() for t in old], b=[t.lower() for t in new], autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op in ("delete", "replace"):
+            out += (" " if out and a[i1][1] else "") + f'<del style="background:#fdd;color:#900">{words(a[i1:i2])}</del>'
+        if op in ("insert", "replace"):
+            out += (" " if out and b[j1][1] else "") + (
+                f'<ins style="background:#d9f2d9;text-decoration:none;font-weight:600">{words(b[j1:j2])}</ins>'
+            )
+        if op == "equal":
+            out += (" " if out and b[j1][1] else "") + words(b[j1:j2])
+    return f'<div class="segviz-diff" style="line-height:1.9">{out}</div>'

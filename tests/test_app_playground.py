@@ -34,6 +34,11 @@ def _generate(at: AppTest, rows: list[dict] | None = None) -> AppTest:
     return at
 
 
+def _status(at: AppTest):
+    """The per-record status table (the one with a "#" column)."""
+    return next(d.value for d in at.dataframe if "#" in d.value.columns)
+
+
 def _html(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
 
@@ -58,7 +63,7 @@ def test_generate_shows_both_texts_and_status(env):
         assert block.count("data-t=") == len(res.tokens)
         assert block.count('class="seg"') == len(res.segments)
     assert "1 name&#91;The Golden Lantern&#93;" in html  # legend chip with the record name
-    status = at.dataframe[-1].value
+    status = _status(at)
     assert list(status["record"]) == [r.label for r in records] + [
         f"{h} (not in the input)" for h in sorted(set(exp.seg.report.hallucinated) | set(exp.pg.report.hallucinated))
     ]
@@ -121,7 +126,7 @@ def test_hostile_and_non_ascii_values_render_literally(env):
     html = _html(at)
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &#36;5 &#42;&#42;x&#42;&#42;" in html
     assert "Café £" in html
-    status = at.dataframe[-1].value
+    status = _status(at)
     assert status["record"].iloc[0] == Record("name", "<script>alert(1)</script> $5 **x**").label
 
 

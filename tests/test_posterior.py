@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_dp import enumerate_paths, random_potentials
 
 from segviz.posterior import marginals, text_posterior
 from segviz.records import parse_e2e_mr, tokenize
-from test_dp import enumerate_paths, random_potentials
 
 
 def _brute(pots, T, L):
