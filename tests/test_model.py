@@ -59,9 +59,46 @@ def test_seg_potentials_are_normalised(vocab, examples):
     assert torch.allclose(pot.log_init.exp().sum(-1), torch.ones(4), atol=1e-5)
     b = 1  # 3 records, padded to S = 9
     assert pot.log_emit[b, :, 4:].max().item() < -1e8
-    # emission + end-of-segment never exceed probability 1
-    assert (pot.log_emit[b, :, :4] <= 1e-6).all() and (pot.log_end <= 1e-6).all()
     assert isinstance(model, SegmentModel) and EOSEG_ID == 4
+
+
+def test_seg_emission_and_end_share_one_distribution(vocab, examples):
+    """At every step and record, the words (emission, summed over the extended vocabulary) and
+    "$" (end of segment) share one distribution: it sums to 1, so emission + end <= 1, and the
+    forward algorithm's potentials are read from it (emission of y_t and end after y_<t at the
+    same decoder state)."""
+    model = make_model("seg", vocab, seed=4)
+    batch = _batch(vocab, examples[:4])
+    with torch.no_grad():
+        enc = model.encode(batch)
+        pot = model.potentials(batch, enc)
+        d = model.decode_states(enc, batch.tgt_in)
+        log_pv, logit_gen, alpha, _ = model.generation(enc, d)  # (B, T, S, V), (B, T, S), (B, T, S, N)
+    B, T, S, V = log_pv.shape
+    N = alpha.size(3)
+    n_ext = max(V, int(batch.src_ext.max()) + 1, int(batch.tgt.max()) + 1)
+    p_gen = torch.sigmoid(logit_gen.double())
+    full = torch.zeros(B, T, S, n_ext, dtype=torch.float64)  # p(w | y_<t, r_j) over the extended vocabulary
+    full[..., :V] = p_gen.unsqueeze(3) * log_pv.double().exp()
+    copy = (1 - p_gen).unsqueeze(3) * alpha.double()
+    full.scatter_add_(3, batch.src_ext.view(B, 1, 1, N).expand(B, T, S, N), copy)
+    real = torch.arange(T).view(1, T, 1) < batch.tgt_len.view(B, 1, 1)
+    real = real & batch.rec_mask.view(B, 1, S)  # (B, T, S): real steps of real records
+    assert real.sum() > 50
+    assert torch.allclose(full.sum(3)[real], torch.ones(int(real.sum()), dtype=torch.float64), atol=1e-5)
+    words = torch.cat([full[..., :EOSEG_ID], full[..., EOSEG_ID + 1 :]], dim=3)
+    emission = torch.logsumexp(words.clamp_min(1e-300).log(), dim=3).exp()  # every word but "$"
+    end = full[..., EOSEG_ID]
+    assert (emission + end)[real].max() <= 1 + 1e-6
+    assert end[real].min() > 0  # "$" is a real option, not a zero padded in
+    # the potentials: emission of y_t and end after y_<t both read at decoder state d_t
+    y = batch.tgt.view(B, T, 1, 1).expand(B, T, S, 1)
+    want_emit = full.gather(3, y).squeeze(3)
+    assert torch.allclose(pot.log_emit.double().exp()[real], want_emit[real], rtol=1e-4, atol=1e-9)
+    step = real[:, 1:]  # t >= 1: end after y_<t is log_end[t - 1]
+    end_prev = pot.log_end[:, :-1].double().exp()
+    assert ((pot.log_emit[:, 1:].double().exp() + end_prev)[step]).max() <= 1 + 1e-6
+    assert torch.allclose(end_prev[step], end[:, 1:][step], atol=1e-5)
 
 
 def test_pg_distribution_sums_to_one(vocab, examples):
