@@ -11,8 +11,10 @@ from conftest import MRS, make_model
 from segviz import bench
 from segviz import checkpoint as ckpt
 from segviz.align import main as align_main
+from segviz.decode import force_align, generate_pg, generate_seg
 from segviz.generate import main as generate_main
-from segviz.records import tokenize
+from segviz.generate import read_inputs
+from segviz.records import parse_e2e_mr, tokenize
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,14 @@ def _csv(path, rows):
         w.writerows(rows)
 
 
+def _decoded(path, records, constraints="rm", beam=2) -> str:
+    """What the library decodes for ``records`` with the checkpoint at ``path`` (its default value rules)."""
+    c = ckpt.load(path)
+    if c.model_config.kind == "seg":
+        return generate_seg(c.model, c.vocab, records, constraints, beam, rules=c.rules()).text
+    return generate_pg(c.model, c.vocab, records, beam, rules=c.rules()).text
+
+
 def test_generate_e2e_one_row_per_distinct_mr(tmp_path, ckpts, capsys):
     rows = [(MRS[1][0], "a"), (MRS[3][0], "b"), (MRS[1][0], "c")]
     _csv(tmp_path / "in.csv", rows)
@@ -41,7 +51,9 @@ def test_generate_e2e_one_row_per_distinct_mr(tmp_path, ckpts, capsys):
         assert rc == 0
         got = list(csv.reader(out.open(encoding="utf-8"), delimiter="\t"))
         assert got[0] == ["MR", "output"]
-        assert [r[0] for r in got[1:]] == [MRS[1][0], MRS[3][0]]
+        # one row per distinct MR, in file order, each holding exactly what the decoder says
+        want = [[mr, _decoded(ckpts / f"e2e-{kind}", parse_e2e_mr(mr))] for mr in (MRS[1][0], MRS[3][0])]
+        assert got[1:] == want and all(text for _, text in want)
     assert "examples/s" in capsys.readouterr().out
 
 
@@ -64,7 +76,11 @@ def test_generate_webnlg_one_line_per_entry(tmp_path, ckpts):
     out = tmp_path / "w.txt"
     rc = generate_main(["--checkpoint", str(ckpts / "webnlg-seg"), "--input", str(tmp_path), "--beam", "2", "--output", str(out)])
     assert rc == 0
-    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+    entries = [records for _, records in read_inputs("webnlg", tmp_path)]
+    assert [[r.label for r in e] for e in entries] == [["Aarhus | leader | Jacob_Bundsgaard"],
+                                                        ['Aarhus_Airport | cityServed | "Aarhus, Denmark"']]
+    want = [_decoded(ckpts / "webnlg-seg", e, beam=2) for e in entries]  # --constraints defaults to rm
+    assert out.read_text(encoding="utf-8").splitlines() == want
 
 
 def test_align_writes_segments_that_cover_the_text(tmp_path, ckpts, capsys):
@@ -78,9 +94,13 @@ def test_align_writes_segments_that_cover_the_text(tmp_path, ckpts, capsys):
     assert rc == 0
     lines = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 3
-    for (_mr, ref), a in zip(MRS, lines, strict=False):
+    c = ckpt.load(ckpts / "e2e-seg")
+    for (mr, ref), a in zip(MRS, lines, strict=False):
         assert a["tokens"] == tokenize(ref)
         assert [w for s in a["segments"] for w in s["words"]] == a["tokens"]
+        # the segments are the Viterbi alignment of the library, record by record
+        want = force_align(c.model, c.vocab, parse_e2e_mr(mr), tokenize(ref))
+        assert [(s["start"], s["end"], s["record"]) for s in a["segments"]] == [tuple(x) for x in want]
     assert "value words aligned to their own record" in capsys.readouterr().err
     assert align_main(["--checkpoint", str(ckpts / "e2e-pg"), "--input", str(tmp_path / "o.tsv")]) == 2
 
@@ -94,3 +114,5 @@ def test_bench_small_configuration_runs():
     assert [r["K"] for r in res["scaling"]["training"]] == [4, 8]
     report = bench.format_report(res)
     assert "Scaling (synthetic; 1 input decoded" in report and "4 inputs decoded together" in report
+    for r in rows:  # the report prints the numbers it was given
+        assert f"{r['seg_us_per_token']:6.1f} {r['pg_us_per_token']:6.1f} {r['ratio']:6.2f}" in report
