@@ -1,0 +1,163 @@
+"""AppTest of issue 13's instrument features on tiny checkpoints: the posterior view, per-segment
+verdicts (hover, table, click to frame), stale output, typed text, case export, uploaded case."""
+
+from __future__ import annotations
+
+import html as html_lib
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from segviz import service
+from segviz.checkpoint import load
+from segviz.examples import EXAMPLES
+from segviz.records import tokenize
+
+ROOT = Path(__file__).resolve().parent.parent
+APP, INSPECTOR = str(ROOT / "app.py"), str(ROOT / "pages" / "2_Hallucination_inspector.py")
+RECORDS = EXAMPLES["e2e"]["The Golden Lantern (4 slots)"]
+
+
+def _generated() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.button(key="playground_generate").click().run()
+    assert not at.exception
+    return at
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if "segviz-text" in m.value]
+
+
+def _charts(at: AppTest) -> list:
+    return [e for e in at.main if getattr(e, "type", "") == "vega_lite_chart"]
+
+
+def _frames(chart) -> list:
+    """The data sets of a Vega-Lite chart element as pandas frames."""
+    return [pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas() for d in chart.proto.datasets]
+
+
+def _expected(tiny):
+    return service.compare("e2e", RECORDS, load(tiny / "e2e-seg"), load(tiny / "e2e-pg"), "rm", 5)
+
+
+def test_posterior_view_renders_rows_sum_to_one(env):
+    at = _generated()
+    at.radio(key="playground_view").set_value("posterior").run()
+    assert not at.exception and at.query_params["view"] == "posterior"
+    assert any("each row sums to 1" in c.value for c in at.caption)
+    charts = _charts(at)
+    assert len(charts) == 2  # one per system, no attention heatmap
+    exp = _expected(env)
+    seg = load(env / "e2e-seg")
+    for chart, view in zip(charts, (exp.seg, exp.pg), strict=True):
+        cells = next(f for f in _frames(chart) if {"t", "j", "p", "viterbi"} <= set(f.columns))
+        sums = cells.groupby("t")["p"].sum()
+        assert len(sums) == len(view.result.tokens) and ((sums - 1).abs() < 1e-6).all()
+        post = service.text_posterior(RECORDS, view.result.tokens, seg)
+        assert cells[cells["t"] == 0]["p"].round(6).tolist() == [round(p, 6) for p in post.probs[0]]
+        on_path = cells[cells["viterbi"]]
+        assert sorted(on_path["t"]) == list(range(len(view.result.tokens)))  # one Viterbi cell per token
+    assert sum(f"Viterbi: {len(service.text_posterior(RECORDS, v.result.tokens, seg).viterbi)} segments" in c.value
+               for v in (exp.seg, exp.pg) for c in at.caption) >= 1  # fmt: skip
+    at.radio(key="playground_view").set_value("attention").run()
+    assert len(_charts(at)) == 2 and at.query_params["view"] == "attention"
+
+
+def test_posterior_of_typed_text_keeps_case_and_says_forced_alignment(env):
+    at = _generated()
+    at.radio(key="playground_view").set_value("posterior").run()
+    at.text_area(key="playground_own_text").set_value("The GOLDEN Lantern is an Italian pub by the riverside.").run()
+    assert not at.exception
+    texts = _texts(at)
+    assert len(texts) == 3 and ">GOLDEN<" in texts[2] and ">Italian<" in texts[2]
+    assert sum(c.value.startswith("segments from forced alignment by the segment model") for c in at.caption) == 2
+    assert sum(c.value.startswith("segments as decoded") for c in at.caption) == 1
+    assert len(_charts(at)) == 3
+    at.text_area(key="playground_own_text").set_value("   ").run()
+    assert not at.exception and len(_texts(at)) == 2 and len(_charts(at)) == 2
+
+
+def test_segment_verdicts_on_hover_in_table_and_click_frames_span(env):
+    at = _generated()
+    exp = _expected(env)
+    seg_html = _texts(at)[0]
+    rows = service.segment_rows(exp.seg)
+    assert rows and len(rows) == len(exp.seg.result.segments)
+    # every segment carries its record and verdict on hover
+    titles = [html_lib.unescape(t) for t in re.findall(r'title="([^"]*)"', seg_html)]
+    assert len(titles) == len(rows)
+    for title, row in zip(titles, rows, strict=True):
+        assert row["verdict"] in title
+        assert title.startswith("null (no record)" if row["record"].startswith("null") else f"record {row['record'].split()[0]}:")
+    tables = [d.value for d in at.dataframe if "verdict" in d.value.columns]
+    assert len(tables) == 2 and [v.split(" ", 1)[1] for v in tables[0]["verdict"]] == [r["verdict"] for r in rows]
+    # a selected row frames its segment in the text
+    assert "outline:3px solid #d62728" not in seg_html
+    at.session_state["playground_segments_seg_pick"] = 1
+    at.run()
+    framed = _texts(at)[0]
+    start = rows[1]["start"]
+    seg_spans = framed.split('class="seg"')[1:]
+    hit = [s for s in seg_spans if "outline:3px solid #d62728" in s]
+    assert len(hit) == 1 and f'data-t="{start}"' in hit[0]
+
+
+def test_changed_records_grey_the_stale_output(env):
+    at = _generated()
+    assert not any("segviz-stale" in t for t in _texts(at))
+    at.number_input(key="playground_beam").set_value(2).run()
+    assert any("have changed since this output was generated" in w.value for w in at.warning)
+    assert all("segviz-stale" in t for t in _texts(at)) and len(_texts(at)) == 2
+    at.button(key="playground_generate").click().run()
+    assert not any("segviz-stale" in t for t in _texts(at))
+    assert not any("have changed" in w.value for w in at.warning)
+
+
+def test_export_case_json(env):
+    at = _generated()
+    assert at.get("download_button")[0].proto.label == "Export this case (JSON)"
+    exp = _expected(env)
+    data = json.loads(service.case_json("e2e", RECORDS, [exp.seg, exp.pg], constraints="rm", beam=5))
+    assert data["records"][0] == {"attribute": "name", "value": "The Golden Lantern"} and data["beam"] == 5
+    assert data["systems"]["seg"]["segments_from"] == "as decoded"
+    assert data["systems"]["pg"]["segments_from"] == "forced alignment"
+    assert data["systems"]["seg"]["result"]["tokens"] == exp.seg.result.tokens
+    assert [s["verdict"] for s in data["systems"]["pg"]["segment_verdicts"]] == [v.verdict for v in exp.pg.segment_verdicts]
+
+
+def test_uploaded_case_keeps_case_and_shows_posterior(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.radio(key="insp_source").set_value("upload").run()
+    data = "name[Blue Café], food[Thai]\tBLUE Café serves THAI food.\n".encode()
+    at.file_uploader(key="insp_upload").set_value(("out.tsv", data, "text/tab-separated-values")).run()
+    assert not at.exception
+    text = _texts(at)[0]
+    assert ">BLUE<" in text and ">THAI<" in text
+    assert any(c.value.startswith("segments from forced alignment by the segment model") for c in at.caption)
+    assert not any(c.value.startswith("segments as decoded") for c in at.caption)
+    assert any("verdict" in d.value.columns for d in at.dataframe)
+    at.radio(key="insp_view").set_value("posterior").run()
+    assert not at.exception
+    (chart,) = _charts(at)
+    cells = next(f for f in _frames(chart) if "p" in f.columns)
+    assert len(cells.groupby("t")) == len(tokenize("BLUE Café serves THAI food."))
+    assert ((cells.groupby("t")["p"].sum() - 1).abs() < 1e-6).all()
+
+
+@pytest.mark.parametrize("dataset", ["webnlg"])
+def test_posterior_view_webnlg(env, dataset):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.radio(key="sidebar_dataset").set_value(dataset).run()
+    at.button(key="playground_generate").click().run()
+    at.radio(key="playground_view").set_value("posterior").run()
+    assert not at.exception and len(_charts(at)) == 2
