@@ -1,11 +1,15 @@
-"""Plan editor: reorder the records, regenerate with that order forced, sample other structures.
+"""Plan editor: start from the model's own plan, compare other plans, force one and see what changed.
 
 The records are the Playground's last request (or the URL's ``?records=``, or a bundled
-example). The order is kept in the URL as ``?plan=3,1,2``.
+example). The order starts as the model's own plan (its +RM output) and is kept in the URL as
+``?plan=3,1,2``. Other plans (sampled from the transition model, each decoded with the plan
+forced) are listed with their log-probabilities; a forced plan's text is shown next to the
+previous one with a word diff.
 """
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from segviz import service, ui, viz
@@ -51,19 +55,36 @@ if seg is None:
     st.stop()
 
 
+beam = int(st.session_state.get("plan_beam", 5))
+seg_key = ui.checkpoint_key(dataset, "seg")
+overview = ui.plan_overview(dataset, param, beam, seg_key)
+
+
 def _initial_order() -> list[int]:
     try:
         plan = [int(x) for x in qp.get("plan", "").split(",") if x.strip()]
     except ValueError:
         plan = []
-    return plan if sorted(plan) == list(range(1, K + 1)) else list(range(1, K + 1))
+    return plan if sorted(plan) == list(range(1, K + 1)) else list(overview.plan)
 
 
-if ss.get("plan_records") != param:  # new records: start from the input order
+if ss.get("plan_records") != param:  # new records: start from the model's own plan
     ss["plan_records"] = param
     ss["plan_order"] = _initial_order()
     ss["plan_sortable_version"] = ss.get("plan_sortable_version", 0) + 1
     ss.pop("plan_outputs", None)
+
+
+def _use_plan(plan: list[int]) -> None:
+    ss["plan_order"] = list(plan)
+    ss["plan_sortable_version"] += 1
+
+
+own = overview.own.result
+st.markdown(
+    f"**The model's own plan** (its +RM output, beam {beam}): {' → '.join(map(str, overview.plan))} · "
+    f"log-probability {own.scores.get('log_prob', float('nan')):.2f} ({service.log_prob_per_token(own):.3f} per token)"
+)
 
 
 def _move(k: int, delta: int) -> None:
@@ -94,7 +115,7 @@ with left:
         c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>", unsafe_allow_html=True)
         c2.button("↑", key=f"plan_up_{k}", on_click=_move, args=(k, -1), disabled=pos == 0, help=f"move record {k} up")
         c3.button("↓", key=f"plan_down_{k}", on_click=_move, args=(k, 1), disabled=pos == K - 1, help=f"move record {k} down")
-    beam = st.number_input("Beam size", 1, 10, 5, key="plan_beam")
+    st.number_input("Beam size", 1, 10, 5, key="plan_beam")
     regenerate = st.button("Regenerate with this plan", type="primary", key="plan_regenerate")
 
 order = list(ss["plan_order"])
@@ -102,34 +123,59 @@ if regenerate:
     qp["plan"] = ",".join(map(str, order))
     if request is None or request[1] != param:
         qp["records"] = param
-    new = ui.generate_with_plan(dataset, param, tuple(order), int(beam), ui.checkpoint_key(dataset, "seg"))
+    new = ui.generate_with_plan(dataset, param, tuple(order), beam, seg_key)
     outputs = ss.get("plan_outputs", [])
-    if not outputs:  # the model's own plan (as on the Playground) comes first
-        if request is not None and request[1] == param:
-            own = ui.compare(*request, ui.checkpoint_key(dataset, "seg"), ui.checkpoint_key(dataset, "pg")).seg
-        else:
-            own = ui.compare(dataset, param, "rm", int(beam), ui.checkpoint_key(dataset, "seg"), None).seg
-        outputs = [own] if own.result is not None else []
+    if not outputs or ss.get("plan_outputs_beam") != beam:  # the model's own output comes first
+        outputs = [overview.own] if overview.own.result is not None else []
     ss["plan_outputs"] = (outputs + [new])[-2:]  # previous and new
+    ss["plan_outputs_beam"] = beam
 
 with right:
     outputs = ss.get("plan_outputs", [])
+    stale = bool(outputs) and ss.get("plan_outputs_beam") != beam
     if not outputs:
         st.info("Reorder the records and press **Regenerate with this plan**.")
     else:
+        if stale:
+            st.warning("The beam size has changed since these outputs were generated: they are greyed out. "
+                       "Press **Regenerate with this plan** to update them.")
         cols = st.columns(len(outputs))
         titles = ["Previous output", "New output"] if len(outputs) == 2 else ["New output"]
         for col, title, view in zip(cols, titles, outputs, strict=True):
             with col:
                 st.markdown(f"##### {title}")
                 plan = view.result.plan if view.result else None
-                st.caption(f"plan {' → '.join(map(str, plan))}" if plan else "the model's own plan")
-                ui.show_output(view, records)
+                st.caption(f"plan {' → '.join(map(str, plan))} (forced)" if plan else
+                           f"the model's own plan {' → '.join(map(str, overview.plan))}")
+                ui.show_output(view, records, stale=stale)
+                if view.result is not None:
+                    st.caption(f"log-probability {view.result.scores.get('log_prob', float('nan')):.2f} "
+                               f"({service.log_prob_per_token(view.result):.3f} per token)")
                 if view.report is not None:
                     ui.status_table(
                         [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record],
                         key=f"plan_status_{title}",
                     )
+        if len(outputs) == 2 and all(v.result is not None for v in outputs):
+            st.markdown("##### What changed (word diff, new against previous)")
+            st.markdown(viz.word_diff_html(outputs[0].result.tokens, outputs[1].result.tokens, records),
+                        unsafe_allow_html=True)
+            st.caption("Green: words only the new text has. Struck out in red: words of the previous text it dropped.")
+
+st.divider()
+st.subheader("Plans the model finds likely")
+st.caption(
+    "The model's own plan and plans sampled from its transition distribution (seed 0), each decoded with the plan "
+    "forced; best first by log-probability per token (how the beam ranks outputs)."
+)
+if overview.sampled < overview.asked:
+    st.info(f"{overview.asked} sampled plans were asked for; only {overview.sampled} were distinct.")
+plan_table = service.plan_rows(overview, records)
+st.dataframe(pd.DataFrame(plan_table), hide_index=True, width="stretch", key="plan_nbest")
+use_cols = st.columns(min(len(overview.candidates), 6) or 1)
+for col, row, v in zip(use_cols, plan_table, overview.candidates, strict=False):
+    col.button(f"Use plan {row['plan']}", key=f"plan_use_{row['rank']}", on_click=_use_plan,
+               args=(service.plan_of(v.result, K),))
 
 st.divider()
 st.subheader("Sample structures")
@@ -144,6 +190,8 @@ if ss.get("plan_samples") and ss["plan_samples"][0] == param:
     samples = ui.sample_plans(dataset, param, n_s, seed_s, beam_s, ui.checkpoint_key(dataset, "seg"))
     if not samples:
         st.warning("No structure could be sampled for these records.")
+    elif len(samples) < n_s:
+        st.info(f"{n_s} plans were asked for; the samples held only {len(samples)} distinct ones.")
     for row in range(0, len(samples), 3):
         cols = st.columns(3)
         for col, view in zip(cols, samples[row : row + 3], strict=False):

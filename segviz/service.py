@@ -57,6 +57,9 @@ __all__ = [
     "cases_from_outputs",
     "flagged_rows",
     "status_rows",
+    "plan_of",
+    "plan_overview",
+    "plan_rows",
     "segment_rows",
     "text_posterior",
     "case_json",
@@ -406,6 +409,68 @@ def sample_plans(
                 break
         results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p, rules=seg.rules()) for p in plans]
     return [_check(dataset, records, SystemView("seg", r), "as decoded") for r in results]
+
+
+def plan_of(result: decode.GenerationResult | None, K: int | None = None) -> list[int]:
+    """The record order of an output: records 1..K in the order their first segment appears
+    (records it never realises are appended when ``K`` is given)."""
+    order = list(dict.fromkeys(k for _, _, k in (result.segments if result else []) if k))
+    return order + [k for k in range(1, (K or 0) + 1) if k not in order]
+
+
+def log_prob_per_token(result: decode.GenerationResult) -> float:
+    """The decoder's log-probability of an output divided by its length (how beams are ranked)."""
+    return float(result.scores.get("log_prob", float("nan"))) / max(int(result.scores.get("length", 1)), 1)
+
+
+@dataclass
+class PlanOverview:
+    """What the Plan editor starts from: the model's own output (+RM) and its plan, and other
+    plans, each decoded with the plan forced, best first by log-probability per token."""
+
+    own: SystemView
+    plan: list[int]
+    candidates: list[SystemView]
+    asked: int  # how many sampled plans were asked for (fewer may be distinct)
+    sampled: int  # how many distinct sampled plans there were
+
+
+def plan_overview(
+    dataset: str, records: list[Record], seg: Checkpoint, beam: int = 5, n: int = 4, seed: int = 0
+) -> PlanOverview:
+    """The model's own plan (its +RM output) and up to ``n`` other plans sampled from its
+    transition model (:func:`sample_plans`), all ranked by log-probability per token."""
+    with _threads(1):
+        own = _run_seg(dataset, records, seg, "rm", beam)
+    samples = sample_plans(dataset, records, seg, n, seed, beam)
+    plan = plan_of(own.result, len(records))
+    seen, candidates = set(), []
+    for v in [own, *samples]:
+        p = tuple(plan_of(v.result, len(records)))
+        if v.result is not None and p not in seen:
+            seen.add(p)
+            candidates.append(v)
+    candidates.sort(key=lambda v: -log_prob_per_token(v.result))
+    return PlanOverview(own, plan, candidates, n, len(samples))
+
+
+def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
+    """The Plan editor's list of plans: plan, log-probability (total and per token), verdicts."""
+    rows = []
+    for rank, v in enumerate(overview.candidates, start=1):
+        res = v.result
+        plan = plan_of(res, len(records))
+        errors = v.report.errors if v.report is not None else None
+        rows.append({
+            "rank": rank,
+            "plan": " → ".join(map(str, plan)),
+            "source": "the model's own (+RM)" if v is overview.own else "sampled, forced",
+            "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
+            "per token": round(log_prob_per_token(res), 3),
+            "checker errors": errors,
+            "text": res.text,
+        })
+    return rows
 
 
 def status_rows(comparison: Comparison) -> list[dict]:

@@ -114,6 +114,13 @@ def generate_with_plan(dataset: str, records_param: str, plan: tuple[int, ...], 
     return service.generate_with_plan(dataset, records, _from_key(seg_key, dataset, "seg"), list(plan), beam)
 
 
+@st.cache_data(show_spinner="Finding the model's plan and other likely plans…", max_entries=64)
+def plan_overview(dataset: str, records_param: str, beam: int, seg_key, n: int = 4, seed: int = 0) -> service.PlanOverview:
+    """:func:`segviz.service.plan_overview`, cached by records, beam and checkpoint version."""
+    records = service.records_from_param(dataset, records_param)
+    return service.plan_overview(dataset, records, _from_key(seg_key, dataset, "seg"), beam, n, seed)
+
+
 @st.cache_data(show_spinner="Sampling structures…", max_entries=64)
 def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int, seg_key) -> list[service.SystemView]:
     records = service.records_from_param(dataset, records_param)

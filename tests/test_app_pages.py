@@ -58,7 +58,10 @@ def test_plan_editor_reorder_and_regenerate(env):
     at.button(key="playground_generate").click().run()
     at.switch_page("pages/1_Plan_editor.py").run()
     assert not at.exception
-    assert at.session_state["plan_order"] == [1, 2, 3]
+    own = service.plan_overview("e2e", records, load(env / "e2e-seg"), 5)
+    assert at.session_state["plan_order"] == own.plan  # starts from the model's own plan
+    at.session_state["plan_order"] = [1, 2, 3]
+    at.run()
     at.button(key="plan_down_1").click().run()  # keyboard-accessible fallback
     at.button(key="plan_up_3").click().run()
     assert at.session_state["plan_order"] == [2, 3, 1]
@@ -67,7 +70,7 @@ def test_plan_editor_reorder_and_regenerate(env):
     assert not at.exception
     assert at.query_params["plan"] == "2,3,1"
     captions = [c.value for c in at.caption]
-    assert "the model's own plan" in captions and "plan 2 → 3 → 1" in captions
+    assert f"the model's own plan {' → '.join(map(str, own.plan))}" in captions and "plan 2 → 3 → 1 (forced)" in captions
     texts = _texts(at)
     assert len(texts) == 2  # previous output beside the new one
     exp = service.generate_with_plan("e2e", records, load(env / "e2e-seg"), [2, 3, 1])
@@ -89,10 +92,45 @@ def test_plan_editor_deep_link_and_samples(env):
     assert len(_texts(at)) == len(exp)
 
 
+def test_plan_editor_own_plan_nbest_diff_and_stale(env):
+    records = EXAMPLES["e2e"]["Blue Heron Café (6 slots)"]
+    at = _run(PLAN, dataset="e2e", records=service.records_to_param(records))
+    seg = load(env / "e2e-seg")
+    own = service.plan_overview("e2e", records, seg, 5)
+    head = next(m.value for m in at.markdown if m.value.startswith("**The model's own plan**"))
+    assert " → ".join(map(str, own.plan)) in head
+    assert f"log-probability {own.own.result.scores['log_prob']:.2f}" in head
+    table = next(d.value for d in at.dataframe if "per token" in d.value.columns)
+    rows = service.plan_rows(own, records)
+    assert list(table["plan"]) == [r["plan"] for r in rows] and list(table["per token"]) == sorted(table["per token"], reverse=True)
+    assert "the model's own (+RM)" in set(table["source"])
+    if own.sampled < own.asked:
+        assert any(f"only {own.sampled} were distinct" in i.value for i in at.info)
+    # use the last listed plan, then force a reversed plan: old and new side by side with a word diff
+    last = rows[-1]
+    at.button(key=f"plan_use_{last['rank']}").click().run()
+    assert " → ".join(map(str, at.session_state["plan_order"])) == last["plan"]
+    at.session_state["plan_order"] = list(reversed(own.plan))
+    at.run()
+    at.button(key="plan_regenerate").click().run()
+    assert not at.exception and len(_texts(at)) == 2
+    new = service.generate_with_plan("e2e", records, seg, list(reversed(own.plan)))
+    diff = next(m.value for m in at.markdown if 'class="segviz-diff"' in m.value)
+    if new.result.tokens != own.own.result.tokens:
+        assert "<ins" in diff or "<del" in diff
+    # a changed setting greys the shown outputs until they are regenerated
+    at.number_input(key="plan_beam").set_value(2).run()
+    assert any("beam size has changed" in w.value for w in at.warning)
+    assert all("segviz-stale" in t for t in _texts(at))
+    at.button(key="plan_regenerate").click().run()
+    assert not any("segviz-stale" in t for t in _texts(at))
+
+
 def test_plan_editor_bad_link_and_missing_model(env, tmp_path, monkeypatch):
     at = _run(PLAN, dataset="e2e", records="[[broken")
     assert any("could not be read" in e.value for e in at.error)
-    assert at.session_state["plan_order"] == [1, 2, 3, 4]  # falls back to a bundled example
+    bundled = next(iter(EXAMPLES["e2e"].values()))  # falls back to a bundled example, the model's plan
+    assert at.session_state["plan_order"] == service.plan_overview("e2e", bundled, load(env / "e2e-seg"), 5).plan
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "empty"))
     at = _run(PLAN, dataset="webnlg")
     assert any("No usable Segment model (ours) checkpoint for webnlg" in e.value for e in at.error)
