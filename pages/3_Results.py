@@ -28,10 +28,15 @@ if not shown:
     st.stop()
 
 st.subheader("Dev-set metrics")
-rows = service.metrics_rows(shown)
+rows = service.results_rows(shown)
 without = [s.name for s in shown if not s.metrics and not s.error]
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="results_metrics")
+    st.caption(
+        "wrong / repeated / missing / hallucinated are counted by the automatic checker (segviz.faithfulness), not by "
+        "people; SER = their sum / input records. n/a: not measured (for WebNLG the checker counts missing and "
+        "repeated objects only; METEOR needs Java). Beam 5 for every row; generation time for the whole dev set."
+    )
 if without:
     st.info(f"No metrics yet for {viz.esc(', '.join(without))} (written into metrics.json by `python -m segviz.report --checkpoint DIR`).")
 
@@ -40,11 +45,19 @@ df = viz.curves_frame({s.name: s.history for s in shown})
 if df.empty:
     st.info("No training history yet (history.json is written after each epoch).")
     st.stop()
-st.altair_chart(viz.loss_chart(df), key="results_loss")
+shipped = {s.name: service.shipped_epoch(s.history) for s in shown}
+st.altair_chart(viz.loss_chart(df, shipped), key="results_loss")
 if df["series"].str.contains("exp_seg").any():
-    st.altair_chart(viz.segments_chart(df), key="results_segments")
-    st.caption("The granularity regulariser pulls E[#segments] towards K, the number of records (paper eq. 6, Fig. 3).")
+    st.altair_chart(viz.segments_chart(df, shipped), key="results_segments")
+    st.caption(
+        "The granularity regulariser pulls E[#segments] towards K, the number of records (paper eq. 6, Fig. 3): "
+        "compare the panels of checkpoints trained with and without it (e.g. e2e-seg-ablation-w0 / -w5)."
+    )
 else:
     st.info("No E[#segments] recorded (only segment-model checkpoints have it).")
-last = pd.DataFrame([{"checkpoint": s.name, "epochs": len(s.history), **(s.history[-1] if s.history else {})} for s in shown])
+st.caption("The shipped epoch is the one with the lowest validation NLL: the trainer keeps those weights.")
+last = pd.DataFrame([
+    {"checkpoint": s.name, "epochs": len(s.history), "shipped epoch": shipped[s.name], **(s.history[-1] if s.history else {})}
+    for s in shown
+])
 st.dataframe(last, hide_index=True, width="stretch", key="results_last_epoch")

@@ -66,6 +66,8 @@ __all__ = [
     "cased_tokens",
     "align_text",
     "summarise_checkpoints",
+    "results_rows",
+    "shipped_epoch",
 ]
 
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
@@ -751,6 +753,50 @@ def metrics_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
                 {"checkpoint": s.name, "level": decode.CONSTRAINT_LABELS.get(level, level), **_numbers(m)}
             )
     return rows
+
+
+# readable headers of the Results table, in order: (metrics key, header, format)
+RESULT_COLUMNS = (
+    ("bleu", "BLEU", "{:.4f}"), ("rouge_l", "ROUGE-L", "{:.4f}"), ("meteor", "METEOR", "{:.4f}"),
+    ("cider", "CIDEr", "{:.4f}"), ("wrong", "wrong", "{:,.0f}"), ("repeated", "repeated", "{:,.0f}"),
+    ("missing", "missing", "{:,.0f}"), ("hallucinated", "hallucinated", "{:,.0f}"),
+    ("slot_error_rate", "SER", "{:.2%}"), ("dist1", "Dist-1", "{:,.0f}"), ("dist3", "Dist-3", "{:,.0f}"),
+    ("generation_seconds", "gen. time (s)", "{:,.0f}"),
+)  # fmt: skip
+# what the automatic checker does not measure (segviz.faithfulness: WebNLG predicates are open-ended)
+NOT_MEASURED = {"webnlg": {"wrong", "hallucinated"}}
+LEVEL_NAMES = {"pg": "PG", "none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
+
+
+def results_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
+    """The Results page's metrics table: one row per (checkpoint, system), readable headers,
+    SER in %, "n/a" for what the checker does not measure for the dataset (WebNLG: wrong,
+    hallucinated) or what was not computed (e.g. METEOR without Java). All cells are text."""
+    rows = []
+    for s in summaries:
+        levels = {k: v for k, v in s.metrics.items() if isinstance(v, dict)}
+        flat = {k: v for k, v in s.metrics.items() if not isinstance(v, dict)}
+        if flat:
+            levels = {"—": flat, **levels}
+        order = ["—", *LEVEL_NAMES]
+        for level, m in sorted(levels.items(), key=lambda lm: order.index(lm[0]) if lm[0] in order else len(order)):
+            row = {"checkpoint": s.name, "system": LEVEL_NAMES.get(level, level)}
+            for key, header, fmt in RESULT_COLUMNS:
+                v = m.get(key)
+                ok = isinstance(v, int | float) and not isinstance(v, bool) and v == v
+                row[header] = "n/a" if key in NOT_MEASURED.get(s.dataset, ()) or not ok else fmt.format(v)
+            n = m.get("inputs") or m.get("n")
+            row["inputs"] = f"{n:,}" if isinstance(n, int) else "n/a"
+            rows.append(row)
+    return rows
+
+
+def shipped_epoch(history: Sequence[dict]) -> int | None:
+    """The epoch whose weights a checkpoint holds: the one with the lowest validation NLL (the
+    trainer keeps the best by validation loss); None without validation losses."""
+    best = [(h["val_nll"], h["epoch"]) for h in history
+            if isinstance(h.get("val_nll"), int | float) and h["val_nll"] == h["val_nll"] and "epoch" in h]  # fmt: skip
+    return min(best)[1] if best else None
 
 
 def _numbers(d: dict) -> dict:

@@ -361,49 +361,63 @@ def curves_frame(histories: dict[str, list[dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["checkpoint", "epoch", "series", "value"])
 
 
-def loss_chart(df: pd.DataFrame) -> alt.Chart:
+def _with_shipped(d: pd.DataFrame, shipped: dict | None) -> pd.DataFrame:
+    d = d.copy()
+    d["shipped"] = d["checkpoint"].map(lambda c: (shipped or {}).get(c)).astype("float")
+    return d
+
+
+def loss_chart(df: pd.DataFrame, shipped: dict[str, int | None] | None = None) -> alt.LayerChart:
     """Training / validation NLL per token and epoch, one colour per checkpoint, one dash per
-    series. ``train_loss`` (which includes the segment model's granularity regulariser and so
-    dwarfs the NLL) is only shown for checkpoints that recorded no ``train_nll``."""
+    series; the shipped epoch of each checkpoint (``shipped[name]``) is a diamond on its
+    validation curve. ``train_loss`` (which includes the segment model's granularity regulariser
+    and so dwarfs the NLL) is only shown for checkpoints that recorded no ``train_nll``."""
     d = df[df["series"].isin(["train_loss", "train_nll", "val_nll"])]
     has_nll = set(d.loc[d["series"] == "train_nll", "checkpoint"])
-    d = d[~((d["series"] == "train_loss") & d["checkpoint"].isin(has_nll))]
-    return (
-        alt.Chart(d, height=260, title="NLL per token and epoch")
-        .mark_line(point=True)
-        .encode(
-            x=_EPOCH,
-            y=alt.Y("value:Q", title="NLL per token", scale=alt.Scale(zero=False)),
-            color=alt.Color("checkpoint:N"),
-            strokeDash=alt.StrokeDash("series:N"),
-            tooltip=["checkpoint", "series", "epoch", alt.Tooltip("value:Q", format=".4f")],
-        )
-        .properties(autosize=_FIT_X)
+    d = _with_shipped(d[~((d["series"] == "train_loss") & d["checkpoint"].isin(has_nll))], shipped)
+    base = alt.Chart(d, height=260, title="NLL per token and epoch (◆ the shipped epoch)")
+    y = alt.Y("value:Q", title="NLL per token", scale=alt.Scale(zero=False))
+    lines = base.mark_line(point=True).encode(
+        x=_EPOCH, y=y, color=alt.Color("checkpoint:N", legend=alt.Legend(labelLimit=220)),
+        strokeDash=alt.StrokeDash("series:N"),
+        tooltip=["checkpoint", "series", "epoch", alt.Tooltip("value:Q", format=".4f")],
     )
+    marks = base.transform_filter("datum.series == 'val_nll' && datum.epoch == datum.shipped").mark_point(
+        shape="diamond", size=160, filled=True, stroke="#000", strokeWidth=1
+    ).encode(x=_EPOCH, y=y, color=alt.Color("checkpoint:N"),
+             tooltip=["checkpoint", alt.Tooltip("epoch:Q", title="shipped epoch"), alt.Tooltip("value:Q", format=".4f")])
+    return alt.layer(lines, marks).properties(autosize=_FIT_X)
 
 
-def segments_chart(df: pd.DataFrame) -> alt.Chart:
+def segments_chart(df: pd.DataFrame, shipped: dict[str, int | None] | None = None) -> alt.FacetChart:
     """E[#segments] against K (the number of records) during training (paper Fig. 3 in spirit),
-    for the checkpoints that recorded E[#segments] (segment models; K alone says nothing)."""
+    one panel per checkpoint that recorded E[#segments] (segment models; K alone says nothing),
+    so a regulariser ablation reads at a glance; a dashed rule marks the shipped epoch."""
     seg = set(df.loc[df["series"].str.contains("exp_seg"), "checkpoint"])
     d = df[df["series"].isin(["train_exp_seg", "val_exp_seg", "train_K", "val_K"]) & df["checkpoint"].isin(seg)].copy()
     d["quantity"] = d["series"].map(
         {"train_exp_seg": "E[#segments] (train)", "val_exp_seg": "E[#segments] (dev)", "train_K": "K (train)", "val_K": "K (dev)"}
     )
     d["kind"] = d["series"].map(lambda s: "K" if s.endswith("_K") else "E[#segments]")
+    d = _with_shipped(d, shipped)
     dash = alt.StrokeDash("kind:N", title="line", sort=["E[#segments]", "K"])
+    base = alt.Chart(width=230, height=200)
+    lines = base.mark_line(point=True).encode(
+        x=_EPOCH,
+        y=alt.Y("value:Q", title="segments / records per text", scale=alt.Scale(zero=False)),
+        color=alt.Color("quantity:N", title="quantity", legend=alt.Legend(orient="bottom", columns=2)),
+        strokeDash=dash,
+        tooltip=["checkpoint", "quantity", "epoch", alt.Tooltip("value:Q", format=".2f")],
+    )
+    rule = base.transform_filter("isValid(datum.shipped) && datum.epoch == datum.shipped").mark_rule(
+        color="#444", strokeDash=[4, 3]
+    ).encode(x=alt.X("shipped:Q"), tooltip=[alt.Tooltip("shipped:Q", title="shipped epoch")])
     return (
-        alt.Chart(d, height=260, title="Expected number of segments vs. K")
-        .mark_line(point=True)
-        .encode(
-            x=_EPOCH,
-            y=alt.Y("value:Q", title="segments / records per text", scale=alt.Scale(zero=False)),
-            color=alt.Color("quantity:N", title="quantity"),
-            strokeDash=dash,
-            detail="checkpoint:N",
-            tooltip=["checkpoint", "quantity", "epoch", alt.Tooltip("value:Q", format=".2f")],
-        )
-        .properties(autosize=_FIT_X)
+        alt.layer(lines, rule, data=d)
+        .facet(facet=alt.Facet("checkpoint:N", title=None, header=alt.Header(labelFontWeight="bold", labelLimit=260)),
+               columns=3)
+        .properties(title="Expected number of segments vs. K, per checkpoint (dashed: the shipped epoch)")
+        .resolve_scale(y="independent")
     )
 
 

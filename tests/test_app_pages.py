@@ -221,3 +221,36 @@ def test_results_page(env, tmp_path, monkeypatch):
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "none"))
     at = _run(RESULTS)
     assert any("No checkpoints found" in w.value for w in at.warning)
+
+
+def test_results_readable_metrics_na_and_shipped_epoch(env, tmp_path, monkeypatch):
+    root = tmp_path / "ck"
+    metrics = {"bleu": 0.5719, "rouge_l": 0.7, "cider": 3.6, "wrong": 0, "repeated": 209, "missing": 105,
+               "hallucinated": 0, "slot_error_rate": 0.12251, "dist1": 1887, "dist3": 8583, "generation_seconds": 119.9,
+               "inputs": 872}  # fmt: skip  (no METEOR: computed without Java)
+    for name in ("webnlg-seg", "e2e-seg"):
+        (root / name).mkdir(parents=True)
+        for f in ("config.json", "history.json"):
+            (root / name / f).write_text((env / name / f).read_text())
+        (root / name / "metrics.json").write_text(json.dumps({"rm": metrics, "none": metrics}))
+    hist = [{"epoch": 1, "val_nll": 1.2, "val_exp_seg": 6.0, "val_K": 5.0}, {"epoch": 2, "val_nll": 1.1, "val_exp_seg": 5.5, "val_K": 5.0},
+            {"epoch": 3, "val_nll": 1.15, "val_exp_seg": 5.4, "val_K": 5.0}]  # fmt: skip
+    (root / "e2e-seg" / "history.json").write_text(json.dumps(hist))
+    monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(root))
+    at = _run(RESULTS)
+    table = next(d.value for d in at.dataframe if "BLEU" in d.value.columns)
+    assert list(table.columns[:4]) == ["checkpoint", "system", "BLEU", "ROUGE-L"]
+    assert list(table["system"]) == ["ours", "ours (+RM)"] and table["SER"].iloc[0] == "12.25%"
+    assert table["METEOR"].iloc[0] == "n/a" and table["wrong"].iloc[0] == "0"  # E2E: the checker counts wrong
+    assert any("counted by the automatic checker" in c.value for c in at.caption)
+    last = next(d.value for d in at.dataframe if "shipped epoch" in d.value.columns)
+    assert last["shipped epoch"].iloc[0] == 2  # lowest validation NLL
+    at.toggle(key="results_all_datasets").set_value(True).run()
+    table = next(d.value for d in at.dataframe if "BLEU" in d.value.columns)
+    web = table[table["checkpoint"] == "webnlg-seg"]
+    assert set(web["wrong"]) == {"n/a"} and set(web["hallucinated"]) == {"n/a"} and set(web["missing"]) == {"105"}
+    charts = [e for e in at.main if getattr(e, "type", "") == "vega_lite_chart"]
+    specs = [json.loads(c.proto.spec) for c in charts]
+    facet = next(s for s in specs if "facet" in s)
+    assert facet["facet"]["field"] == "checkpoint"  # one panel per checkpoint
+    assert any("diamond" in json.dumps(s) for s in specs)  # the shipped epoch on the loss curves
