@@ -1,0 +1,77 @@
+"""scripts/train_all.sh replays the shipped checkpoints: run as written (here: --dry-run, read back),
+its steps give every checkpoint the epochs, learning rate per epoch, data cleaning and loss
+settings that checkpoints/NAME/history.json and config.json record."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "train_all.sh"
+SHIPPED = sorted(p.name for p in (ROOT / "checkpoints").iterdir() if (p / "history.json").exists())
+DEFAULT_LR = 0.002  # segviz.train.TrainConfig.lr when the checkpoints were trained
+
+
+def _replay(out: str = "OUT") -> dict[str, dict]:
+    """Per checkpoint name: ``lr`` per epoch, ``clean``, last ``reg_weight`` / ``max_seg_len``,
+    as the script's steps would leave them."""
+    printed = subprocess.run(["bash", str(SCRIPT), "--dry-run", out], capture_output=True, text=True, check=True).stdout
+    runs: dict[str, dict] = {}
+    for line in printed.splitlines():
+        argv = shlex.split(line)
+        if argv[:1] == ["mv"]:
+            runs[argv[2].removeprefix(f"{out}/")] = runs.pop(argv[1].removeprefix(f"{out}/"))
+            continue
+        if argv[1:3] != ["-m", "segviz.train"]:
+            continue
+        opts, flags, i = {}, set(), 3
+        while i < len(argv):
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                opts[argv[i]], i = argv[i + 1], i + 2
+            else:
+                flags.add(argv[i])
+                i += 1
+        name = opts["--out"].removeprefix(f"{out}/")
+        if "--init" in opts:
+            src = runs[opts["--init"].removeprefix(f"{out}/")]
+            run = dict(src, lr=list(src["lr"]))
+        elif "--resume" in flags:
+            run = runs[name]
+        else:
+            assert name not in runs, f"{name} trained from scratch twice"
+            run = {"lr": [], "clean": False, "--reg-weight": None, "--max-seg-len": None}
+        rate = float(opts.get("--lr", run["lr"][-1] if run["lr"] else DEFAULT_LR))
+        run["lr"] += [rate] * (int(opts["--epochs"]) - len(run["lr"]))
+        run["clean"] = run["clean"] or "--clean" in flags
+        for key in ("--reg-weight", "--max-seg-len"):
+            run[key] = opts.get(key, run[key])
+        runs[name] = run
+    return runs
+
+
+def test_every_shipped_checkpoint_has_a_recipe() -> None:
+    assert set(SHIPPED) <= set(_replay())  # plus intermediate copies such as e2e-pg-epoch4
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_recipe_gives_the_shipped_history_and_settings(name: str) -> None:
+    run = _replay()[name]
+    history = json.loads((ROOT / "checkpoints" / name / "history.json").read_text(encoding="utf-8"))
+    config = json.loads((ROOT / "checkpoints" / name / "config.json").read_text(encoding="utf-8"))
+    assert len(run["lr"]) == len(history), f"{name}: the recipe trains {len(run['lr'])} epochs, history.json has {len(history)}"
+    assert run["lr"] == pytest.approx([e["lr"] for e in history], rel=1e-9)
+    assert run["clean"] == config["train"].get("clean", False)
+    model = config["model"]
+    if model["kind"] == "seg":  # the loss settings the recipe gives are the stored ones
+        assert float(run["--reg-weight"]) == model["reg_weight"]
+        assert int(run["--max-seg-len"] or 8) == model["max_seg_len"]
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    _replay(str(tmp_path / "replay"))
+    assert not (tmp_path / "replay").exists()
