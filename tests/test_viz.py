@@ -107,9 +107,48 @@ def test_curves_frame_and_charts():
             "e2e-pg": [{"epoch": 1, "train_nll": 1.5, "val_exp_seg": float("nan")}]}  # fmt: skip
     df = viz.curves_frame(hist)
     assert len(df) == 5 and "nan" not in str(df["value"].tolist())
-    assert viz.loss_chart(df).to_dict()["mark"]["type"] == "line"
-    spec = viz.segments_chart(df).to_dict()
-    assert spec["encoding"]["color"]["field"] == "quantity"
+    loss = viz.loss_chart(df, {"e2e-seg": 1}).to_dict()
+    assert loss["layer"][0]["mark"]["type"] == "line" and loss["layer"][1]["mark"]["shape"] == "diamond"
+    spec = viz.segments_chart(df, {"e2e-seg": 1}).to_dict()
+    assert spec["facet"]["field"] == "checkpoint"  # one panel per checkpoint
+    lines, rule = spec["spec"]["layer"]
+    assert lines["encoding"]["color"]["field"] == "quantity" and rule["mark"]["type"] == "rule"
+    rows = spec["datasets"][spec["data"]["name"]]
+    assert {r["checkpoint"] for r in rows} == {"e2e-seg"} and all(r["shipped"] == 1 for r in rows)
+
+
+def test_posterior_chart_and_word_diff():
+    from segviz.posterior import TextPosterior
+
+    post = TextPosterior(["x", "serves", "y"], ["null", "name[X]", "food[Y]"],
+                         [[0.1, 0.9, 0.0], [0.8, 0.1, 0.1], [0.0, 0.2, 0.8]], [1.0, 0.7, 0.6],
+                         [(0, 1, 1), (1, 2, None), (2, 3, 2)], -3.0)  # fmt: skip
+    df = viz.posterior_frame(post, [Record("name", "X")])
+    assert len(df) == 9 and df.groupby("t")["p"].sum().round(9).tolist() == [1.0, 1.0, 1.0]
+    assert df[df["viterbi"]][["t", "j"]].values.tolist() == [[0, 1], [1, 0], [2, 2]]
+    assert df["token"].iloc[0] == "0 X"  # record casing restored
+    spec = viz.posterior_chart(post, "ours").to_dict()
+    assert "hconcat" in spec
+    diff = viz.word_diff_html(["the", "<b>", "pub", "."], ["the", "pub", "near", "x", "."])
+    assert "<del" in diff and "&lt;b&gt;" in diff and "<b>" not in diff and '600">near x</ins>' in diff
+    assert viz.word_diff_html(["a"], ["a"]).count("<ins") == 0
+
+
+def test_segment_hover_verdict_and_cased_tokens():
+    from segviz.faithfulness import segment_verdicts
+
+    records = [Record("name", "The Eagle"), Record("eatType", "pub")]
+    tokens = ["the", "eagle", "is", "a", "pub", "$"]
+    segments = [(0, 2, 1), (2, 4, None), (4, 6, 2)]
+    res = _result(tokens, segments)
+    res.records = [(1, records[0].label, ["the", "eagle"]), (2, records[1].label, ["pub"])]
+    vs = segment_verdicts("e2e", records, tokens, segments)
+    out = viz.segments_html(res, records, verdicts=vs, cased=["The", "EAGLE", "is", "a", "pub", "$"], highlight_span=(2, 4))
+    assert ">EAGLE<" in out and "&#36;" in out
+    titles = [html.unescape(t) for t in re.findall(r'title="([^"]*)"', out)]
+    assert titles[0].startswith("record 1: name[The Eagle] · ") and titles[1].startswith("null (no record)")
+    assert out.count("outline:3px solid #d62728") == 1 and "segviz-stale" not in out
+    assert "segviz-stale" in viz.segments_html(res, records, stale=True)
 
 
 @pytest.mark.parametrize("n_src", [4, 30, 60])
