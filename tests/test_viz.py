@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import html
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from segviz import viz
-from segviz.decode import GenerationResult
 from segviz.records import Record
+from segviz.result import GenerationResult
 
 
 def _result(tokens, segments, source=("name", "x", "food", "y")) -> GenerationResult:
@@ -176,3 +179,12 @@ def test_attention_chart_one_band_per_source_token(n_src):
     strip = spec["vconcat"][0]
     assert strip["width"] == heat["width"] and strip["title"]["text"] == "ours"  # record strip aligned
     assert strip["layer"][0]["encoding"]["x"]["scale"]["domain"] == list(range(n_src))
+
+
+def test_drawing_does_not_import_torch():
+    """GenerationResult lives in the torch-free segviz.result; segviz.decode re-exports it."""
+    code = "import sys, segviz.viz, segviz.result; assert 'torch' not in sys.modules, 'viz imports torch'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent.parent)
+    from segviz import decode
+
+    assert decode.GenerationResult is GenerationResult
