@@ -45,7 +45,7 @@ class Checkpoint:
     history: list[dict] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     path: Path | None = None
-    lexicon: frozenset[str] = frozenset()  # value lexicon (lexicon.json), for the decoding rules
+    lexicon: dict = field(default_factory=dict)  # value lexicon (lexicon.json): word -> features
 
     def rules(self, name: str | None = None):
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` (default

@@ -35,7 +35,7 @@ import logging
 import math
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -149,7 +149,7 @@ class ValueRules:
     capitalised value of 2+ tokens, or WebNLG subject) once its first token is out, inside its
     record's segment. ``rules=None`` is the paper's decoding."""
 
-    lexicon: frozenset[str] = frozenset()
+    lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
     absent: bool = True  # no lexicon word that the input does not hold, anywhere
     own: bool = True  # a record's segment says no other record's lexicon word; a null segment none
     names: bool = True  # a proper name once begun is copied whole (needs no lexicon)
@@ -159,13 +159,13 @@ VALUE_RULES = ("none", "names", "all")  # the paper | whole names only | absent 
 DEFAULT_VALUE_RULES = "all"
 
 
-def value_rules(name: str, lexicon: frozenset[str] = frozenset()) -> ValueRules | None:
+def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> ValueRules | None:
     """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``."""
     if name not in VALUE_RULES:
         raise ValueError(f"value rules must be one of {VALUE_RULES}, got {name!r}")
     if name == "none":
         return None
-    return ValueRules(lexicon, absent=name == "all", own=name == "all")
+    return ValueRules(lexicon or {}, absent=name == "all", own=name == "all")
 
 
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
@@ -177,28 +177,30 @@ def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
 
 
 def _absent_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
-    """Ids of lexicon words absent from the input (banned everywhere under ``rules.absent``)."""
+    """Ids of lexicon words none of whose features the input holds (banned under ``rules.absent``)."""
     if not rules or not rules.absent or not rules.lexicon:
         return []
-    held = {t.lower() for r in records for t in r.tokens}
-    return _ids(vocab, oov, set(rules.lexicon) - held)
+    from segviz.lexicon import features
+
+    held = set().union(*(features(r) for r in records))
+    words = {t.lower() for r in records for t in r.tokens}
+    return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
 
 
-def _own_mask(
-    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
-) -> torch.Tensor | None:
-    """(K+1, n_ext) bool: row k bans the lexicon words of the other records' values that record k
-    does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
+def _own_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k bans the lexicon words of the other records' features that record
+    k does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
     if not rules or not rules.own or not rules.lexicon:
         return None
-    from segviz.lexicon import value_words
+    from segviz.lexicon import features
 
-    vals = [value_words([r]) & rules.lexicon for r in records]
+    feats = [features(r) for r in records]
+    owned = [{w for w, fs in rules.lexicon.items() if fs & f} for f in feats]
     mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
-    mask[0, _ids(vocab, oov, set().union(*vals))] = True
+    mask[0, _ids(vocab, oov, set().union(*owned))] = True
     for k, r in enumerate(records, 1):
-        own = {t.lower() for t in r.tokens}
-        mask[k, _ids(vocab, oov, set().union(*vals[: k - 1], *vals[k:]) - own)] = True
+        own = owned[k - 1] | {t.lower() for t in r.tokens}
+        mask[k, _ids(vocab, oov, set().union(*owned[: k - 1], *owned[k:]) - own)] = True
     return mask
 
 

@@ -1,18 +1,21 @@
-"""Value lexicon: the words that state a specific value, learnt from the training data.
+"""Value lexicon: the words that state a fact of the input, learnt from the training data.
 
-A word is in the lexicon when it occurs in the training *inputs* as part of a value, is not a
-function word, and the references almost never say it unless their input holds it:
-``P(w in reference | w not in input) < THRESHOLD``. "eagle", "riverside", "french", "moderate"
-and "20" are in; "restaurant" and "food", which references say of any venue, are not.
+Every record holds *features*: its attribute (``attr:familyFriendly``), its value
+(``value:familyFriendly=no``) and the content words of its value and subject (``tok:eagle``). A
+word ``w`` belongs to feature ``f`` when the references say it with ``f`` and almost never
+without it: ``P(w in ref | f not in input) < THRESHOLD`` and ``P(w in ref | f in input) >=
+MIN_RATE`` (for ``tok:`` features only the token itself). So "family" and "friendly" belong to
+``attr:familyFriendly``, "non" to ``value:familyFriendly=no``, "eagle" to ``tok:eagle``;
+"restaurant", which references say of any venue, belongs to nothing.
 
-Two decoding rules read it (docs/design.md, "Decoding rules"; both named switches of
-:meth:`segviz.decode.SegmentDecoder.search`):
+Two decoding rules read it (docs/design.md §6; named switches of
+:class:`segviz.decode.ValueRules`):
 
-- ``lexicon``: no output word from the lexicon that the input does not hold (a value absent
-  from the input cannot be said: "near The Portland Arms" when ``near`` is "The Old Mill");
-- ``own_values``: inside the segment of record ``k`` no lexicon word of another record's value
-  that ``k`` does not share, and inside a null segment none at all: each segment says only its
-  own record, which is what a forced plan relies on.
+- ``absent``: no lexicon word none of whose features the input holds ("near The Portland Arms"
+  when ``near`` is "The Old Mill"; "family friendly" with no ``familyFriendly`` record);
+- ``own``: inside the segment of record ``k`` no word of another record's features that ``k``
+  does not hold too, and inside a null segment no lexicon word of any record: each segment says
+  only its own record, which is what a forced plan relies on.
 
 ``python -m segviz.lexicon --checkpoint DIR`` writes ``DIR/lexicon.json`` from the training
 split of the checkpoint's dataset, so that decoding needs no data at run time.
@@ -34,7 +37,11 @@ from segviz.records import Record, tokenize
 log = logging.getLogger(__name__)
 
 FILE = "lexicon.json"
-THRESHOLD = 0.01  # max share of references that say the word although their input lacks it
+THRESHOLD = 0.01  # max share of references that say the word although their input lacks the feature
+MIN_RATE = 0.05  # min share of references that say it when their input holds the feature
+MIN_SUPPORT = 20  # features held by fewer training inputs are not learnt (tok: features excepted)
+
+Lexicon = dict[str, frozenset[str]]  # word -> features it states
 
 
 def _is_content(word: str) -> bool:
@@ -52,34 +59,43 @@ def value_words(records: Iterable[Record]) -> set[str]:
     return words
 
 
-def build(examples: list[Example], threshold: float = THRESHOLD) -> list[str]:
-    """Sorted lexicon of ``examples`` (one per reference; see the module docstring)."""
-    universe, absent, said = set(), Counter(), Counter()
-    inputs = [
-        ({t.lower() for r in ex.records for t in r.tokens}, set(ex.target), value_words(ex.records))
-        for ex in examples
-    ]
-    for _, _, values in inputs:
-        universe |= values
-    for inp, ref, _ in inputs:
-        said.update((ref - inp) & universe)
-    present = Counter(w for inp, _, _ in inputs for w in inp & universe)
-    for w in universe:
-        absent[w] = len(inputs) - present[w]
-    return sorted(w for w in universe if absent[w] and said[w] / absent[w] < threshold)
+def features(record: Record) -> set[str]:
+    """What ``record`` holds: ``attr:A``, ``value:A=V`` and ``tok:W`` for its value's words."""
+    return {f"attr:{record.attribute}", f"value:{record.attribute}={record.value.lower()}"} | {
+        f"tok:{w}" for w in value_words([record])
+    }
 
 
-def load(checkpoint_dir: Path | str | None) -> frozenset[str]:
-    """The lexicon stored beside a checkpoint (empty when there is none)."""
+def build(examples: list[Example], threshold: float = THRESHOLD) -> Lexicon:
+    """Word -> features for ``examples`` (one per reference; see the module docstring)."""
+    n_f, n_w, n_wf = Counter(), Counter(), Counter()
+    for ex in examples:
+        feats = set().union(*(features(r) for r in ex.records))
+        words = {w for w in ex.target if _is_content(w)}
+        n_f.update(feats)
+        n_w.update(words)
+        for w in words:
+            n_wf.update((w, f) for f in feats if not f.startswith("tok:") or f == f"tok:{w}")
+    N, out = len(examples), {}
+    for (w, f), with_f in n_wf.items():
+        without_f = n_w[w] - with_f
+        if f.startswith("tok:") or n_f[f] >= MIN_SUPPORT:
+            if with_f / n_f[f] >= MIN_RATE and N > n_f[f] and without_f / (N - n_f[f]) < threshold:
+                out.setdefault(w, set()).add(f)
+    return {w: frozenset(fs) for w, fs in sorted(out.items())}
+
+
+def load(checkpoint_dir: Path | str | None) -> Lexicon:
+    """The lexicon stored beside a checkpoint (empty when there is none or it is unreadable)."""
     path = Path(checkpoint_dir or ".") / FILE
     if not path.exists():
-        return frozenset()
+        return {}
     try:
         words = json.loads(path.read_text(encoding="utf-8"))["words"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        return {str(w): frozenset(map(str, fs)) for w, fs in words.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
-        return frozenset()
-    return frozenset(w for w in words if isinstance(w, str))
+        return {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,10 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     words = build(examples, args.threshold)
-    out = {"dataset": dataset, "threshold": args.threshold, "train_references": len(examples), "words": words}
-    (args.checkpoint / FILE).write_text(
-        json.dumps(out, ensure_ascii=False, indent=0) + "\n", encoding="utf-8"
-    )
+    out = {"dataset": dataset, "threshold": args.threshold, "min_rate": MIN_RATE, "train_references": len(examples),
+           "words": {w: sorted(fs) for w, fs in words.items()}}
+    lines = ",\n".join(f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(fs, ensure_ascii=False)}" for w, fs in out.pop("words").items())
+    head = json.dumps(out, ensure_ascii=False)[:-1]  # one line per word keeps diffs readable
+    (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}}}\n', encoding="utf-8")
     print(
         f"{len(words)} lexicon words from {len(examples)} {dataset} training references -> {args.checkpoint / FILE}"
     )

@@ -6,7 +6,7 @@ import pytest
 
 from segviz import checkpoint, lexicon
 from segviz.data import Example, Vocab
-from segviz.decode import ValueRules, _own_mask, generate_pg, generate_seg
+from segviz.decode import ValueRules, _absent_ids, _own_mask, generate_pg, generate_seg
 from segviz.examples import EXAMPLES
 from segviz.records import parse_e2e_mr, tokenize
 
@@ -15,25 +15,34 @@ def _ex(mr: str, ref: str) -> Example:
     return Example(mr, parse_e2e_mr(mr), tokenize(ref), [ref])
 
 
-def test_lexicon_keeps_words_said_only_when_the_input_holds_them():
-    exs = [_ex("name[The Eagle], eatType[restaurant]", "The Eagle is a restaurant."),
+def test_lexicon_learns_words_of_attributes_values_and_tokens():
+    exs = [_ex("name[The Eagle], eatType[restaurant], familyFriendly[yes]", "The Eagle is a family friendly restaurant."),
            _ex("name[Zizzi], food[French]", "Zizzi is a French restaurant."),
-           _ex("name[Zizzi], food[Italian]", "Zizzi serves Italian food.")] * 40  # fmt: skip
-    words = lexicon.build(exs)
-    assert {"eagle", "zizzi", "french", "italian"} <= set(words)
-    assert "restaurant" not in words  # said of venues whose input lacks it
-    assert "the" not in words and "is" not in words
+           _ex("name[Zizzi], food[Italian], familyFriendly[no]", "Zizzi serves Italian food and is not family friendly."),
+           _ex("name[Zizzi], food[Italian]", "Zizzi serves Italian food.")] * 30  # fmt: skip
+    lex = lexicon.build(exs)
+    assert lex["eagle"] >= {"tok:eagle", "value:name=the eagle"} and "tok:zizzi" in lex["zizzi"]
+    assert "attr:familyFriendly" in lex["family"] and "attr:familyFriendly" in lex["friendly"]
+    assert lex["not"] >= {"value:familyFriendly=no"} and "value:familyFriendly=yes" not in lex["not"]
+    assert "restaurant" not in lex and "the" not in lex and "is" not in lex  # said of inputs without them
 
 
 def test_own_mask_rows():
     recs = parse_e2e_mr("name[The Eagle], food[French], near[Café Brazil]")
-    vocab = Vocab(["the", "eagle", "french", "café", "brazil", "italian", "food"])
-    rules = ValueRules(frozenset({"eagle", "french", "café", "brazil", "italian"}))
+    vocab = Vocab(["the", "eagle", "french", "café", "brazil", "italian", "food", "family"])
+    lex = {w: frozenset({f"tok:{w}"}) for w in ("eagle", "french", "café", "brazil", "italian")}
+    rules = ValueRules({**lex, "family": frozenset({"attr:familyFriendly"})})
     mask = _own_mask(vocab, [], recs, rules)
     banned = [{w for w in vocab.itos if mask[k, vocab.stoi[w]]} for k in range(4)]
-    assert banned[0] == {"eagle", "french", "café", "brazil"}  # null: every record's value
+    assert banned[0] == {"eagle", "french", "café", "brazil"}  # null: every record's words
     assert banned[2] == {"eagle", "café", "brazil"}  # food says French, nothing else
     assert banned[3] == {"eagle", "french"}
+    assert set(vocab.itos) - {w for k in range(4) for w in banned[k]} >= {
+        "italian",
+        "family",
+    }  # nobody's: the absent rule's
+    absent = {vocab.itos[i] for i in _absent_ids(vocab, [], recs, rules)}
+    assert absent == {"italian", "family"}
     assert _own_mask(vocab, [], recs, ValueRules(rules.lexicon, own=False)) is None
 
 
@@ -45,20 +54,20 @@ def tiny_e2e(tiny):
 def test_decoding_obeys_the_rules(tiny_e2e):
     seg, pg = tiny_e2e
     examples = list(EXAMPLES["e2e"].values())
-    lex = frozenset().union(*(lexicon.value_words(recs) for recs in examples))
+    lex = {w: frozenset({f"tok:{w}"}) for recs in examples for w in lexicon.value_words(recs)}
     rules = ValueRules(lex)
     for recs in examples:
         held = {t.lower() for r in recs for t in r.tokens}
-        own = [lexicon.value_words([r]) & lex for r in recs]
+        own = [lexicon.value_words([r]) for r in recs]
         for plan in (None, list(range(len(recs), 0, -1))):
             out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=plan, rules=rules)
-            assert not ({t.lower() for t in out.tokens} & lex) - held
+            assert not ({t.lower() for t in out.tokens} & lex.keys()) - held
             for s, e, k in out.segments:
-                words = {t.lower() for t in out.tokens[s:e]} & lex
+                words = {t.lower() for t in out.tokens[s:e]} & lex.keys()
                 allowed = own[k - 1] | {t.lower() for t in recs[k - 1].tokens} if k else set()
                 assert words <= allowed, (out.text, s, e, k)
         out = generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules)
-        assert not ({t.lower() for t in out.tokens} & lex) - held
+        assert not ({t.lower() for t in out.tokens} & lex.keys()) - held
 
 
 def test_empty_lexicon_without_names_is_the_papers_decoding(tiny_e2e):
@@ -70,11 +79,13 @@ def test_empty_lexicon_without_names_is_the_papers_decoding(tiny_e2e):
 
 
 def test_lexicon_file_round_trip(tmp_path):
-    assert lexicon.load(tmp_path) == frozenset()
-    (tmp_path / lexicon.FILE).write_text('{"words": ["eagle", "french"]}', encoding="utf-8")
-    assert lexicon.load(tmp_path) == {"eagle", "french"}
+    assert lexicon.load(tmp_path) == {}
+    (tmp_path / lexicon.FILE).write_text(
+        '{"words": {"eagle": ["tok:eagle"], "family": ["attr:familyFriendly"]}}', encoding="utf-8"
+    )
+    assert lexicon.load(tmp_path) == {"eagle": {"tok:eagle"}, "family": {"attr:familyFriendly"}}
     (tmp_path / lexicon.FILE).write_text("not json", encoding="utf-8")
-    assert lexicon.load(tmp_path) == frozenset()
+    assert lexicon.load(tmp_path) == {}
 
 
 def test_names_are_copied_whole(tiny_e2e):
@@ -82,7 +93,9 @@ def test_names_are_copied_whole(tiny_e2e):
     recs = parse_e2e_mr("name[The Quiet Walrus], eatType[pub], near[Swan's Nest Lock]")
     rules = ValueRules(frozenset(), absent=False, own=False)
     names = {"quiet": ["quiet", "walrus"], "swan's": ["swan's", "nest", "lock"]}
-    outs = [generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=p, rules=rules) for p in (None, [3, 2, 1])]
+    outs = [
+        generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=p, rules=rules) for p in (None, [3, 2, 1])
+    ]
     outs.append(generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules))
     seen = 0
     for out in outs:
