@@ -36,7 +36,7 @@ from pathlib import Path
 
 # OpenMP threads that wait for work sleep instead of spinning (unless the environment says
 # otherwise): on this 2-core machine shared with other jobs, a 2-thread training step was
-# measured 2-3x slower with spinning threads (README, "Train on a GPU / several GPUs"). Read
+# measured about 3x slower with spinning threads (README, "Train on a GPU / several GPUs"). Read
 # when torch loads OpenMP, so it is set before the first `import torch`.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
