@@ -61,3 +61,28 @@ def test_two_gloo_processes_equal_one_process(tmp_path, kind):
     torch.manual_seed(7)
     init = build_model(ModelConfig.from_json(cfg)).state_dict()
     assert max((init[k] - two[k]).abs().max().item() for k in two) > 1e-3
+
+
+def test_shards_partition_each_global_batch(vocab, examples):
+    from segviz.data import batch_indices, batches, encode
+
+    enc = [encode(vocab, e.records, e.target) for e in examples * 3]
+    groups = batch_indices(enc, 5, shuffle=True, seed=3)
+    shards = [list(batches(enc, len(vocab), 5, shuffle=True, seed=3, rank=r, world=2)) for r in range(2)]
+    kept = [g for g in groups if len(g) >= 2]
+    assert len(shards[0]) == len(shards[1]) == len(kept)  # the same number of steps everywhere
+    for g, a, b in zip(kept, *shards, strict=True):
+        assert a.global_size == b.global_size == len(g)
+        assert a.global_tokens == sum(len(enc[i].tgt) for i in g) and a.tokens + b.tokens == a.global_tokens
+        assert sorted(map(id, a.encoded + b.encoded)) == sorted(id(enc[i]) for i in g)
+
+
+def test_time_steps_cli(tmp_path, capsys):
+    from segviz.train import main
+
+    data = _tiny_data(tmp_path / "data")
+    args = ["--dataset", "e2e", "--model", "seg", "--data-dir", str(data), "--time-steps", "2", "--batch-size", "4",
+            "--min-freq", "1", "--threads", "1", "--device", "cpu", "--hidden", "16", "--emb-dim", "8"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "examples/s on cpu, 1 threads" in out and "projected epoch over 24 examples" in out
