@@ -152,7 +152,9 @@ class ValueRules:
     lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
     absent: bool = True  # no lexicon word that the input does not hold, anywhere
     own: bool = True  # a record's segment says no other record's lexicon word; a null segment none
-    names: bool = True  # a proper name once begun is copied whole (needs no lexicon)
+    names: bool = (
+        True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
+    )
 
 
 VALUE_RULES = ("none", "names", "all")  # the paper | whole names only | absent + own + names
@@ -187,7 +189,9 @@ def _absent_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
     return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
 
 
-def _own_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+def _own_mask(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+) -> torch.Tensor | None:
     """(K+1, n_ext) bool: row k bans the lexicon words of the other records' features that record
     k does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
     if not rules or not rules.own or not rules.lexicon:
@@ -205,18 +209,20 @@ def _own_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueR
 
 
 def _phrases(
-    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, values_only: bool = False
 ) -> dict[int, list[tuple]]:
-    """Record id (1..K) -> extended-id sequences of its proper names (``rules.names``), from
-    their first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much)."""
+    """Record id (1..K) -> extended-id sequences of its proper names (``rules.names``): its
+    capitalised value and WebNLG subject, from their first content word ("The Quiet Walrus" ->
+    quiet walrus: "the" begins too much). Names of 2+ tokens only, or with ``values_only`` (the
+    names a segment must say) the value alone, of any length."""
     if not rules or not rules.names:
         return {}
     out: dict[int, list[tuple]] = {}
     for k, r in enumerate(records, 1):
-        for text in (r.value, r.subject or ""):
+        for text in (r.value,) if values_only else (r.value, r.subject or ""):
             toks = tokenize(text.replace("_", " ").strip().strip('"'))
-            toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]  # from "Quiet"
-            if len(toks) >= 2 and any(ch.isupper() for ch in text):
+            toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
+            if len(toks) >= (1 if values_only else 2) and any(ch.isupper() for ch in text):
                 ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
                 out.setdefault(k, []).append(ids)
     return out
@@ -254,6 +260,7 @@ class _SegHyp:
     content: bool = False  # the current segment has a word that is not a function word
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
     owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
+    named: bool = False  # the current segment has said its record's proper name whole
 
 
 class SegmentDecoder:
@@ -311,6 +318,7 @@ class SegmentDecoder:
         ban[_absent_ids(self.vocab, enc_ex.oov, records, rules)] = True
         own_mask = _own_mask(self.vocab, enc_ex.oov, records, rules)
         phrases = _phrases(self.vocab, enc_ex.oov, records, rules)
+        must = _phrases(self.vocab, enc_ex.oov, records, rules, values_only=True)
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
         func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
@@ -355,12 +363,16 @@ class SegmentDecoder:
                     row = dist[i]
                     if h.seg_len == 0:  # segments are non-empty
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
-                    elif h.seg_len >= L:  # cut at L tokens: only "$" or <eos> remain
+                    elif h.seg_len >= L + (
+                        max(map(len, must[h.k])) if must.get(h.k) and not h.named else 0
+                    ):  # cut
                         keep = row[[EOSEG_ID, EOS_ID]].clone()
                         row.fill_(-math.inf)
                         row[[EOSEG_ID, EOS_ID]] = keep
                     if not self._may_end(h, constraints, plan, all_recs):
                         row[EOS_ID] = -math.inf
+                    if must.get(h.k) and not h.named:  # a proper name ends its segment only once said whole
+                        row[EOSEG_ID] = row[EOS_ID] = -math.inf
                     if content_rule and h.k > 0 and not h.content:  # nothing said yet: no end
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
                     rep = repeated_ngram_ends(h.tokens, no_repeat_ngram)
@@ -480,6 +492,11 @@ class SegmentDecoder:
                         h.content or (func is not None and not bool(func[v])),
                         mentioned,
                         _owed_after(h.owed, phrases.get(h.k, []), v),
+                        h.named
+                        or any(
+                            tokens[-len(q) :] == list(q) and len(q) <= h.seg_len + 1
+                            for q in must.get(h.k, ())
+                        ),
                     )
                     if v == EOS_ID:
                         finished.append(nh)
@@ -597,36 +614,26 @@ def generate_seg(
         if sorted(plan) != sorted(set(plan)) or any(not 1 <= p <= K for p in plan):
             raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
     dec = SegmentDecoder(model, vocab)
-    hyp, oov, src_rec = dec.search(
-        records,
-        constraints,
-        beam,
-        plan,
-        max_len=max_len,
-        length_penalty=length_penalty,
-        no_repeat_ngram=no_repeat_ngram,
-        content_rule=content_rule,
-        mentions=mentions,
-        rules=rules,
-    )
-    fallback = False
-    if hyp is None:
-        log.warning(
-            "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
-            constraints,
-            plan,
-        )
+    common = dict(max_len=max_len, length_penalty=length_penalty, no_repeat_ngram=no_repeat_ngram)
+    # what the constraints ask, then with a 4x wider beam, then without constraints (the result
+    # says so), then without the value rules too
+    tries = [(constraints, beam, plan, rules, content_rule, mentions), (constraints, 4 * beam, plan, rules, content_rule, mentions),
+             ("none", beam, None, rules, None, None), ("none", beam, None, None, None, None)]  # fmt: skip
+    for n, (level, width, p, r, content, ment) in enumerate(tries):
+        if n == 3 and rules is None:
+            break
         hyp, oov, src_rec = dec.search(
-            records,
-            "none",
-            beam,
-            None,
-            max_len=max_len,
-            length_penalty=length_penalty,
-            no_repeat_ngram=no_repeat_ngram,
-            rules=rules,
+            records, level, width, p, rules=r, content_rule=content, mentions=ment, **common
         )
-        fallback = True
+        if hyp is not None:
+            break
+        if n == 1:
+            log.warning(
+                "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
+                constraints,
+                plan,
+            )
+    fallback = n >= 2
     if hyp is None:  # pragma: no cover - unconstrained search always ends at max_len
         raise RuntimeError("decoding produced no hypothesis")
     return _result_from_seg(hyp, vocab, oov, records, src_rec, system, constraints, plan, fallback, t0)
