@@ -1,202 +1,22 @@
-"""Playground: enter records, generate with the segment model and the PG baseline side by side.
+"""segviz: the Streamlit app's entry point (``streamlit run app.py``, or ``bash scripts/app.sh``).
 
-Thin page (docs/design.md §4): widgets -> one cached ``segviz.service`` call -> render. The request
-(dataset, records, constraints, beam) is written to the URL on Generate, so a link reproduces
-the view. Run with ``streamlit run app.py``.
+It only names the pages (``st.navigation``), so that the first one is called "Playground" in
+the sidebar and every page keeps its deep link (``/Plan_editor?records=…``,
+``/Annotate?annotator=…``). Each page is a thin script in ``pages/`` (docs/design.md §4).
 """
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
+
 import streamlit as st
 
-from segviz import decode, service, ui, viz
-from segviz.examples import examples_for
-from segviz.records import RecordError
+PAGES = Path(__file__).resolve().parent / "pages"
 
-st.set_page_config(page_title="segviz · Playground", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
-ss = st.session_state
-qp = st.query_params
-
-st.title("Playground")
-st.caption(
-    "Each segment of the segment model's text is coloured by the record it realises (grey: no record). "
-    "The PG baseline's text is coloured by forced alignment with the segment model."
-)
-
-
-def _set_rows(rows: list[dict]) -> None:
-    ss["playground_rows"] = rows
-    ss["playground_editor_version"] = ss.get("playground_editor_version", 0) + 1
-
-
-def _pick_example() -> None:
-    choice = ss.get("playground_example")
-    bundled = examples_for(dataset)
-    dev = dict(ui.dev_inputs(dataset)[0])
-    if choice in bundled:
-        _set_rows(service.rows_from_records(dataset, bundled[choice]))
-    elif choice in dev:
-        _set_rows(service.rows_from_records(dataset, dev[choice]))
-
-
-# ----- the records: from the URL on first load, a bundled example otherwise ----------------------
-if ss.get("playground_rows_dataset") != dataset:
-    first_load = "playground_rows_dataset" not in ss
-    rows = service.rows_from_records(dataset, next(iter(examples_for(dataset).values())))
-    if first_load and qp.get("records"):
-        try:
-            rows = service.rows_from_records(dataset, service.records_from_param(dataset, qp["records"]))
-        except RecordError as e:  # say why, generate nothing, and drop the bad records from the URL
-            ss["playground_link_error"] = f"The link's records could not be read, so nothing was generated: {e}"
-            qp.pop("records", None)
-    elif not first_load:  # dataset switched: the old request does not apply
-        for name in ("records", "constraints", "beam"):
-            qp.pop(name, None)
-        ss.pop("playground_request", None)
-    _set_rows(rows)
-    ss["playground_rows_dataset"] = dataset
-if ss.get("playground_link_error") and "playground_request" not in ss:  # until something is generated
-    ui.error(ss["playground_link_error"])
-
-dev, dev_msg = ui.dev_inputs(dataset)
-options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
-left, right = st.columns([3, 2])
-with left:
-    st.selectbox(
-        "Load an example (bundled, then dev set)", options, key="playground_example", on_change=_pick_example,
-        help=viz.esc(dev_msg) if dev_msg else "Bundled examples first, then distinct inputs of the dev set.",
-    )
-    table = st.data_editor(
-        pd.DataFrame(ss["playground_rows"], columns=service.columns(dataset), dtype="string"),
-        num_rows="dynamic", width="stretch", hide_index=True,
-        key=f"playground_editor_{ss['playground_editor_version']}",
-        column_config={c: st.column_config.TextColumn(c) for c in service.columns(dataset)},
-    )
-with right:
-    constraints = ui.constraint_picker("playground_constraints", qp.get("constraints", "rm"))
-    try:
-        beam_default = min(max(int(qp.get("beam", 5)), 1), 10)
-    except ValueError:
-        beam_default = 5
-    beam = st.number_input("Beam size", 1, 10, beam_default, key="playground_beam")
-    go = st.button("Generate", type="primary", key="playground_generate")
-
-parsed = None
-try:
-    parsed = service.records_from_rows(dataset, table.to_dict("records"))
-    ui.show_messages(parsed.warnings)
-except RecordError as e:
-    ui.error(f"Invalid records: {e}")
-
-if go and parsed is not None:
-    param = service.records_to_param(parsed.records)
-    ss["playground_request"] = (dataset, param, constraints, int(beam))
-    qp.update({"dataset": dataset, "records": param, "constraints": constraints, "beam": str(int(beam))})
-elif "playground_request" not in ss and qp.get("records") and parsed is not None:
-    # a deep link: reproduce the linked view without a click
-    ss["playground_request"] = (dataset, service.records_to_param(parsed.records), constraints, int(beam))
-
-request = ss.get("playground_request")
-if request is None or request[0] != dataset:
-    st.info("Edit the records and press **Generate**.")
-    st.stop()
-
-seg_key = ui.checkpoint_key(dataset, "seg")
-cmp = ui.compare(*request, seg_key, ui.checkpoint_key(dataset, "pg"))
-ui.show_messages(cmp.warnings)
-current = (dataset, service.records_to_param(parsed.records), constraints, int(beam)) if parsed is not None else None
-stale = current != tuple(request)
-if stale:
-    st.warning(
-        "The records or settings have changed since this output was generated: it is greyed out. "
-        "Press **Generate** to update it."
-    )
-st.caption(f"Constraints: {decode.CONSTRAINT_LABELS[cmp.constraints]} · beam {cmp.beam} · {len(cmp.records)} records")
-
-# clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
-picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}
-views = {"seg": cmp.seg, "pg": cmp.pg}
-cols = st.columns(2)
-for col, (system, view) in zip(cols, views.items(), strict=True):
-    with col:
-        pick = picks[system]
-        res = view.result
-        t, rec = None, None
-        if pick and res is not None and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
-            t, rec = pick[0], res.record_of_source_token[pick[1]]
-        span = ui.segment_table_pick(view, f"playground_segments_{system}")
-        ui.show_output(view, cmp.records, t, rec, highlight_span=span, stale=stale)
-
-st.subheader("Per-record status")
-st.caption("The automatic checker's verdict for every input record (and facts not in the input).")
-ui.status_table(service.status_rows(cmp), key="playground_status")
-st.subheader("Per-segment verdicts")
-st.caption(
-    "Does each segment say its own record and nothing else? Select a row to frame its segment in the text above; "
-    "segments that are not faithful have a dotted red outline."
-)
-cols = st.columns(2)
-for col, (system, view) in zip(cols, views.items(), strict=True):
-    with col:
-        st.markdown(f"**{viz.esc(view.label)}**")
-        if not view.segment_verdicts:
-            st.caption("No segments.")
-            continue
-        ui.segment_table(view, key=f"playground_segments_{system}")
-
-st.subheader("Attention or posterior")
-view_mode = ui.view_picker("playground_view", qp.get("view", "attention"))
-if qp.get("view", "attention") != view_mode:
-    qp["view"] = view_mode
-if view_mode == "posterior":
-    st.caption(ui.POSTERIOR_CAPTION)
-    cols = st.columns(2)
-    for col, (system, view) in zip(cols, views.items(), strict=True):
-        with col:
-            ui.show_posterior(dataset, request[1], view, cmp.records, seg_key, key=f"playground_post_{system}")
-    with st.expander("Posterior of any text (a reference, your own sentence)"):
-        own = st.text_area("Text to align with the records", key="playground_own_text",
-                           placeholder="e.g. a reference from the dev set, or a sentence with an error in it")
-        if own.strip():
-            try:
-                own_view = ui.align_text(dataset, request[1], own.strip(), seg_key)
-            except RecordError as e:
-                ui.error(str(e))
-            else:
-                ui.show_output(own_view, cmp.records)
-                ui.show_posterior(dataset, request[1], own_view, cmp.records, seg_key, key="playground_post_own")
-else:
-    st.caption("Output tokens × source tokens, one colour scale for both systems. Click a cell to highlight that token and record.")
-vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
-cols = st.columns(2) if view_mode == "attention" else []
-for col, (system, view) in zip(cols, views.items(), strict=False):
-    with col:
-        res = view.result
-        if res is None or not res.attention:
-            st.info(f"{view.label}: no attention to show.")
-            continue
-        st.altair_chart(
-            viz.attention_chart(res, vmax, view.label), on_select="rerun", key=f"playground_heat_{system}",
-            selection_mode="cell", width="content",  # sized by the token counts (viz.attention_chart)
-        )
-        pick = picks[system]
-        if pick and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
-            t, i = pick
-            k = res.record_of_source_token[i]
-            label = dict((r[0], r[1]) for r in res.records).get(k, "?")
-            st.markdown(
-                f"Selected: output token {t} **{viz.esc(res.tokens[t])}** → source token "
-                f"**{viz.esc(res.source_tokens[i])}** of record {k} ({viz.esc(label)}), "
-                f"attention {res.attention[t][i]:.3f}",
-                unsafe_allow_html=True,
-            )
-
-st.download_button(
-    "Export this case (JSON)",
-    service.case_json(dataset, cmp.records, [cmp.seg, cmp.pg], constraints=cmp.constraints, beam=cmp.beam),
-    file_name="segviz-case.json", mime="application/json", key="playground_export",
-    help="Records, settings, both texts with their segments, attention and verdicts.",
-)
+st.navigation([
+    st.Page(PAGES / "0_Playground.py", title="Playground", icon="🧩", default=True),
+    st.Page(PAGES / "1_Plan_editor.py", title="Plan editor", url_path="Plan_editor"),
+    st.Page(PAGES / "2_Hallucination_inspector.py", title="Hallucination inspector", url_path="Hallucination_inspector"),
+    st.Page(PAGES / "3_Results.py", title="Results", url_path="Results"),
+    st.Page(PAGES / "4_Annotate.py", title="Annotate", url_path="Annotate"),
+]).run()

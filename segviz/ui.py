@@ -222,7 +222,7 @@ def segment_table_pick(view: service.SystemView, key: str) -> tuple[int, int] | 
     picked = None
     try:
         picked = (st.session_state[key].selection.rows or [None])[0]
-    except (KeyError, AttributeError, TypeError):
+    except (KeyError, AttributeError, TypeError):  # not drawn yet in this session
         pass
     if picked is None:
         picked = st.session_state.get(f"{key}_pick")

@@ -161,11 +161,12 @@ def segments_html(
         tag = "null" if k is None else f"{k} {_short(names.get(k, '?'))}"
         v = by_span.get((start, end))
         outline = "outline:2px dotted #c00;" if v is not None and not v.faithful else ""
-        if highlight_span is not None and (start, end) == tuple(highlight_span):
+        picked = highlight_span is not None and (start, end) == tuple(highlight_span)
+        if picked:
             outline = "outline:3px solid #d62728;outline-offset:1px;"
         parts.append(lead + segment_span(
             "".join(toks), k, tag=tag, title=_hover(k, names, v), underline=k is not None and k == highlight_record,
-            verdict=v.verdict if v is not None else None, style=outline,
+            verdict=v.verdict if v is not None else None, style=outline, picked=picked,
         ))
     if not result.tokens:
         parts = ["<em>(empty output)</em>"]
@@ -175,14 +176,15 @@ def segments_html(
 
 
 def segment_span(body_html: str, k: int | None, *, tag: str | None = None, title: str | None = None,
-                 underline: bool = False, verdict: str | None = None, style: str = "") -> str:
+                 underline: bool = False, verdict: str | None = None, style: str = "", picked: bool = False) -> str:
     """One segment: ``body_html`` (already escaped) on the colour of record ``k`` (1..K; grey for
     the null record), with the tag ``tag`` written after it and/or the tooltip ``title`` (both
-    escaped here); ``verdict`` becomes ``data-verdict``, ``style`` (trusted CSS) is appended.
+    escaped here); ``verdict`` becomes ``data-verdict``, ``picked`` ``data-picked`` (a selected
+    table row's segment), ``style`` (trusted CSS) is appended.
     The tag never wraps inside itself. The Playground and the Annotate page draw segments with it."""
     border = "border-bottom:3px solid #000;" if underline else ""
     tip = "" if title is None else f' title="{esc(title)}"'
-    data = "" if verdict is None else f' data-verdict="{esc(verdict)}"'
+    data = ("" if verdict is None else f' data-verdict="{esc(verdict)}"') + (' data-picked="true"' if picked else "")
     sub = (
         "" if tag is None
         else f'<sub style="font-size:0.65em;color:#333;margin-left:2px;white-space:nowrap">{esc(tag)}</sub>'

@@ -120,20 +120,53 @@ def test_playground_generate_and_click_heatmap(page, server):
     # the heatmap fills the chart below a 14 px record strip: click well inside it
     page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.3)
     page.get_by_text("Selected: output token").first.wait_for()
-    assert page.locator(".segviz-text span[style*='outline']").count() == 1
+    assert page.locator(".segviz-text span[data-t][style*='outline']").count() == 1  # the token, not a segment
 
 
-def test_plan_editor_reorder_and_regenerate(page, server):
+def _own_plan(tiny, records) -> list[int]:
+    from segviz.checkpoint import load
+
+    return service.plan_overview("e2e", records, load(tiny / "e2e-seg"), 5).plan
+
+
+def test_plan_editor_reorder_and_regenerate(page, server, tiny):
+    records = EXAMPLES["e2e"]["The Golden Lantern (4 slots)"]
+    own = _own_plan(tiny, records)
     _generate(page, server)
     page.get_by_role("link", name="Plan editor").click()  # same session: the Playground's records
-    page.get_by_text("record 1: name[The Golden Lantern]").wait_for()
+    page.get_by_text("The model's own plan").first.wait_for()  # the order starts from the model's own plan
+    page.get_by_text(f"1. record {own[0]}: {records[own[0] - 1].label}").wait_for()
     page.get_by_role("button", name="↓").first.click()
-    page.get_by_text("1. record 2: eatType[pub]").wait_for()
+    moved = [own[1], own[0], *own[2:]]
+    page.get_by_text(f"1. record {moved[0]}: {records[moved[0] - 1].label}").wait_for()
     _idle(page)
     page.get_by_role("button", name="Regenerate with this plan").click()
-    page.get_by_text("plan 2 → 1 → 3 → 4").wait_for()
+    page.get_by_text(f"plan {' → '.join(map(str, moved))} (forced)").first.wait_for()
     expect(page.locator(".segviz-text")).to_have_count(2)  # previous and new output (waits for the rerun)
-    assert "plan=2%2C1%2C3%2C4" in page.url or "plan=2,1,3,4" in page.url
+    page.locator(".segviz-diff").wait_for()  # the word diff of new against previous
+    plan = ",".join(map(str, moved))
+    assert f"plan={plan.replace(',', '%2C')}" in page.url or f"plan={plan}" in page.url
+
+
+def test_playground_name_posterior_view_and_segment_click(page, server):
+    _generate(page, server)
+    nav = page.locator("[data-testid='stSidebarNav']")
+    expect(nav.get_by_role("link", name="Playground")).to_be_visible()
+    assert page.get_by_role("button", name="Deploy").count() == 0  # client.toolbarMode = minimal
+    # a selected row of the per-segment verdict table frames its segment in the text
+    table = page.locator("[data-testid='stDataFrame']").nth(2)  # records editor, status table, seg's verdicts
+    table.scroll_into_view_if_needed()
+    table.locator("canvas").first.wait_for()
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 12, box["y"] + 35 + 17)  # the row marker of the first row
+    page.locator(".segviz-text .seg[data-picked]").first.wait_for()
+    assert page.locator(".segviz-text .seg[data-picked]").count() == 1
+    assert page.locator(".segviz-text .seg").first.get_attribute("title").startswith(("record 1:", "null"))
+    # the posterior view: one heatmap per system instead of the attention heatmaps
+    page.get_by_text("Posterior over segmentations").first.click()
+    page.get_by_text("each row sums to 1").first.wait_for()
+    expect(page.get_by_text("Viterbi:")).to_have_count(2)
+    assert "view=posterior" in page.url
 
 
 def test_deep_link_to_plan_editor(page, server):
@@ -143,8 +176,8 @@ def test_deep_link_to_plan_editor(page, server):
     page.get_by_text("1. record 3: priceRange[cheap]").wait_for()
     _idle(page)
     page.get_by_role("button", name="Regenerate with this plan").click()
-    page.get_by_text("plan 3 → 2 → 1").wait_for()
-    page.get_by_text("the model's own plan").wait_for()
+    page.get_by_text("plan 3 → 2 → 1 (forced)").first.wait_for()
+    page.get_by_text("the model's own plan").first.wait_for()
 
 
 def _shoot(page, name: str, folder: Path) -> None:
@@ -174,7 +207,7 @@ def test_screenshots(browser, tiny, tmp_path):
         _shoot(page, "playground", tmp_path)
         page.goto(f"{url}/Plan_editor?{query}&plan=6,1,2,3,4,5")
         page.get_by_role("button", name="Regenerate with this plan").click()
-        page.get_by_text("plan 6 → 1 → 2 → 3 → 4 → 5").wait_for()
+        page.get_by_text("plan 6 → 1 → 2 → 3 → 4 → 5 (forced)").first.wait_for()
         page.get_by_role("button", name="Sample structures").click()
         page.locator("text=/^plan \\d/").first.wait_for()
         _shoot(page, "plan_editor", tmp_path)
