@@ -70,6 +70,7 @@ def _open_row() -> None:
     picked = sel.selection.rows if sel is not None else []
     if picked and picked[0] < len(ss.get("insp_rows", [])):
         ss["insp_case"] = ss["insp_rows"][picked[0]]["case"]
+        ss["insp_flag"] = ss["insp_rows"][picked[0]]  # located in its text below
 
 
 ss["insp_rows"] = rows
@@ -100,14 +101,23 @@ view_mode = ui.view_picker("insp_view")
 if view_mode == "posterior":
     st.caption(ui.POSTERIOR_CAPTION)
 case_param = service.records_to_param(case.records)
+flag = ss.get("insp_flag")
+if flag is not None and flag["case"] != case.index:
+    flag = None
 cols = st.columns(len(case.views))
 for col, (system, view) in zip(cols, case.views.items(), strict=True):
     with col:
         res = view.result
         token = ss.get(f"insp_token_{system}")
         span = ui.segment_table_pick(view, f"insp_segments_{system}")
+        where = None
+        if flag is not None and flag.get("system_key") == system:
+            where = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"])
+            span = span or where.span
         ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
-                       highlight_span=span)
+                       highlight_record=where.record if where else None, highlight_span=span)
+        if where is not None:
+            st.caption(f"Selected flag: {where.note}.")
         if view.report is not None:
             ui.status_table(
                 [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]

@@ -57,6 +57,7 @@ __all__ = [
     "cases_from_outputs",
     "flagged_rows",
     "status_rows",
+    "flag_location",
     "plan_of",
     "plan_overview",
     "plan_rows",
@@ -674,9 +675,9 @@ def flagged_rows(cases: Sequence[Case]) -> list[dict]:
         for view in case.views.values():
             if view.report is None:
                 continue
-            flags = [(v.status, v.label) for v in view.report.per_record if v.status != "realised"]
-            flags += [("hallucinated", h) for h in view.report.hallucinated]
-            for kind, record in flags:
+            flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
+            flags += [("hallucinated", h, None) for h in view.report.hallucinated]
+            for kind, record, k in flags:
                 rows.append(
                     {
                         "case": case.index,
@@ -684,9 +685,39 @@ def flagged_rows(cases: Sequence[Case]) -> list[dict]:
                         "kind": kind,
                         "record": record,
                         "text": view.result.text if view.result else "",
+                        "k": k,  # the input record 1..K (None: a fact not in the input)
+                        "system_key": view.system,
                     }
                 )
     return rows
+
+
+@dataclass
+class FlagLocation:
+    """Where a checker flag is in its text: the record whose segments to mark, one segment span
+    to frame, and a sentence saying what is marked."""
+
+    record: int | None
+    span: tuple[int, int] | None
+    note: str
+
+
+def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -> FlagLocation:
+    """Locate a flag of :func:`flagged_rows` in ``view``'s text through its segments: wrong /
+    repeated / missing record ``k`` -> the segments aligned to ``k`` (underlined); hallucinated ->
+    the first segment that states a value absent from the input (framed)."""
+    segs = [(v.start, v.end) for v in view.segment_verdicts if k is not None and v.record == k]
+    if kind == "hallucinated":
+        absent = [v for v in view.segment_verdicts if v.absent]
+        if absent:
+            v = absent[0]
+            return FlagLocation(None, (v.start, v.end), f"hallucinated {label}: framed, the segment that states "
+                                f"{', '.join(repr(a) for a in v.absent)}")
+        return FlagLocation(None, None, f"hallucinated {label}: no single segment states it (the text as a whole does)")
+    if not segs:
+        return FlagLocation(k, None, f"{kind} record {k} ({label}): no segment of the text is aligned to it")
+    return FlagLocation(k, segs[0] if len(segs) == 1 else None,
+                        f"{kind} record {k} ({label}): its {len(segs)} segment{'s' * (len(segs) > 1)} underlined")
 
 
 # ----- results -------------------------------------------------------------------------------------

@@ -161,3 +161,47 @@ def test_posterior_view_webnlg(env, dataset):
     at.button(key="playground_generate").click().run()
     at.radio(key="playground_view").set_value("posterior").run()
     assert not at.exception and len(_charts(at)) == 2
+
+
+def test_inspector_flag_row_locates_its_span(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.radio(key="insp_source").set_value("upload").run()
+    data = "name[Blue Café], food[Thai]\tBlue Café is a family friendly pub near The Vaults.\n".encode()
+    at.file_uploader(key="insp_upload").set_value(("out.tsv", data, "text/tab-separated-values")).run()
+    cases = service.cases_from_outputs("e2e", service.parse_output_file("e2e", data), load(env / "e2e-seg"), lines=[1])
+    rows = service.flagged_rows(cases)
+    halluc = next(r for r in rows if r["kind"] == "hallucinated")
+    view = cases[0].views["uploaded"]
+    where = service.flag_location(view, "hallucinated", None, halluc["record"])
+    at.session_state["insp_flag"] = halluc  # what selecting its row of the flag table stores
+    at.run()
+    assert not at.exception
+    assert any(c.value == f"Selected flag: {where.note}." for c in at.caption)
+    text = _texts(at)[0]
+    if where.span is not None:  # the segment stating the absent value is framed
+        assert text.count("data-picked") == 1 and where.note.startswith("hallucinated")
+    missing = next(r for r in rows if r["kind"] == "missing")
+    at.session_state["insp_flag"] = missing
+    at.run()
+    loc = service.flag_location(view, "missing", missing["k"], missing["record"])
+    assert any(c.value == f"Selected flag: {loc.note}." for c in at.caption)
+    assert f"missing record {missing['k']} ({missing['record']})" in loc.note
+
+
+def test_flag_location_rules():
+    from segviz.faithfulness import segment_verdicts
+    from segviz.records import parse_e2e_mr
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], near[Café Brazil]")
+    tokens = tokenize("The Eagle is a family friendly pub .")
+    segments = [(0, 2, 1), (2, 6, None), (6, 8, 2)]
+    res = service.decode.GenerationResult("pg", [(k + 1, r.label, r.tokens) for k, r in enumerate(records)], tokens,
+                                          "The Eagle is a family friendly pub.", segments, [], [], [])  # fmt: skip
+    view = service.SystemView("pg", res, segment_verdicts=segment_verdicts("e2e", records, tokens, segments))
+    h = service.flag_location(view, "hallucinated", None, "familyFriendly")
+    assert h.span == (2, 6) and "family friendly" in h.note
+    r = service.flag_location(view, "repeated", 2, "eatType[pub]")
+    assert r.record == 2 and r.span == (6, 8) and "1 segment underlined" in r.note
+    m = service.flag_location(view, "missing", 3, "near[Café Brazil]")
+    assert m.span is None and "no segment of the text is aligned to it" in m.note
