@@ -14,7 +14,7 @@ import streamlit as st
 PAGES = Path(__file__).resolve().parent / "pages"
 
 st.navigation([
-    st.Page(PAGES / "0_Playground.py", title="Playground", icon="🧩", default=True),
+    st.Page(PAGES / "0_Playground.py", title="Playground", default=True),
     st.Page(PAGES / "1_Plan_editor.py", title="Plan editor", url_path="Plan_editor"),
     st.Page(PAGES / "2_Hallucination_inspector.py", title="Hallucination inspector", url_path="Hallucination_inspector"),
     st.Page(PAGES / "3_Results.py", title="Results", url_path="Results"),

@@ -145,7 +145,7 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         if not view.segment_verdicts:
             st.caption("No segments.")
             continue
-        ui.segment_table(view, key=f"playground_segments_{system}")
+        ui.segment_table(view, key=f"playground_segments_{system}", records=cmp.records)
 
 st.subheader("Attention or posterior")
 view_mode = ui.view_picker("playground_view", qp.get("view", "attention"))

@@ -126,7 +126,7 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
             )
         if view.segment_verdicts:
             st.caption("Per-segment verdicts (select a row to frame its segment in the text):")
-            ui.segment_table(view, key=f"insp_segments_{system}")
+            ui.segment_table(view, key=f"insp_segments_{system}", records=case.records)
         if view_mode == "posterior":
             ui.show_posterior(dataset, case_param, view, case.records, seg_key, key=f"insp_post_{system}")
             continue

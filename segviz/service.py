@@ -25,7 +25,7 @@ import torch
 
 from segviz import decode, faithfulness, posterior
 from segviz.checkpoint import Checkpoint, CheckpointError
-from segviz.records import Record, RecordError, parse_e2e_mr, tokenize
+from segviz.records import Record, RecordError, detokenize, parse_e2e_mr, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -494,8 +494,9 @@ def status_rows(comparison: Comparison) -> list[dict]:
     return rows
 
 
-def segment_rows(view: SystemView) -> list[dict]:
-    """One row per segment of ``view``'s text: its tokens, record and per-segment verdict
+def segment_rows(view: SystemView, records: Sequence[Record] = ()) -> list[dict]:
+    """One row per segment of ``view``'s text: its words (in the writer's case, or with the
+    records' casing restored), record and per-segment verdict
     (:func:`segviz.faithfulness.segment_verdicts`); ``start``/``end`` locate it in the text."""
     res = view.result
     if res is None:
@@ -503,10 +504,10 @@ def segment_rows(view: SystemView) -> list[dict]:
     names = {k: label for k, label, _ in res.records}
     rows = []
     for n, v in enumerate(view.segment_verdicts, start=1):
-        words = view.cased[v.start : v.end] if view.cased else res.tokens[v.start : v.end]
+        text = " ".join(view.cased[v.start : v.end]) if view.cased else detokenize(res.tokens[v.start : v.end], records)
         rows.append({
             "segment": n,
-            "text": " ".join(words),
+            "text": text,
             "record": "null (no record)" if v.record is None else f"{v.record} {names.get(v.record, '?')}",
             "verdict": v.verdict,
             "start": v.start,

@@ -200,17 +200,20 @@ def show_output(view: service.SystemView, records: list[Record], highlight_token
     st.caption(f"{how}{plan} · {len(res.tokens)} tokens · {res.elapsed_ms:.0f} ms · hover a segment for its record and verdict")
 
 
-def segment_table(view: service.SystemView, key: str) -> tuple[int, int] | None:
+def segment_table(view: service.SystemView, key: str, records: list[Record] = ()) -> tuple[int, int] | None:
     """The per-segment verdicts of ``view`` as a table; returns ``(start, end)`` of the segment
     whose row is selected (tests set ``session_state[key + "_pick"]`` to a row number instead)."""
-    rows = service.segment_rows(view)
+    rows = service.segment_rows(view, records)
     if not rows:
         return None
     df = pd.DataFrame(rows)
     df["verdict"] = df["verdict"].map(lambda v: viz.VERDICT_ICONS.get(v, v))
     st.dataframe(
-        df[["segment", "text", "record", "verdict"]], hide_index=True, width="stretch", key=key,
+        df[["segment", "verdict", "record", "text"]], hide_index=True, width="stretch", key=key,
         on_select="rerun", selection_mode="single-row",
+        column_config={"segment": st.column_config.NumberColumn("#", width="small"),
+                       "verdict": st.column_config.TextColumn("verdict", width="small"),
+                       "record": st.column_config.TextColumn("record", width="medium")},
     )
     return segment_table_pick(view, key)
 

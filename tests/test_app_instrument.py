@@ -99,6 +99,10 @@ def test_segment_verdicts_on_hover_in_table_and_click_frames_span(env):
         assert title.startswith("null (no record)" if row["record"].startswith("null") else f"record {row['record'].split()[0]}:")
     tables = [d.value for d in at.dataframe if "verdict" in d.value.columns]
     assert len(tables) == 2 and [v.split(" ", 1)[1] for v in tables[0]["verdict"]] == [r["verdict"] for r in rows]
+    cased = service.segment_rows(exp.seg, RECORDS)  # the words with the records' casing restored
+    assert list(tables[0]["text"]) == [r["text"] for r in cased] and list(tables[0].columns) == ["segment", "verdict", "record", "text"]
+    if "golden lantern" in " ".join(exp.seg.result.tokens):
+        assert any("Golden Lantern" in t for t in tables[0]["text"])
     # a selected row frames its segment in the text
     assert "outline:3px solid #d62728" not in seg_html
     at.session_state["playground_segments_seg_pick"] = 1
