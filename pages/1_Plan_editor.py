@@ -160,7 +160,10 @@ with right:
             st.markdown("##### What changed (word diff, new against previous)")
             st.markdown(viz.word_diff_html(outputs[0].result.tokens, outputs[1].result.tokens, records),
                         unsafe_allow_html=True)
-            st.caption("Green: words only the new text has. Struck out in red: words of the previous text it dropped.")
+            if outputs[0].result.tokens == outputs[1].result.tokens:
+                st.caption("No change: the new text is the same as the previous one.")
+            else:
+                st.caption("Green: words only the new text has. Struck out in red: words of the previous text it dropped.")
 
 st.divider()
 st.subheader("Plans the model finds likely")

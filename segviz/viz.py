@@ -419,7 +419,7 @@ def segments_chart(df: pd.DataFrame, shipped: dict[str, int | None] | None = Non
         .facet(facet=alt.Facet("checkpoint:N", title=None, header=alt.Header(labelFontWeight="bold", labelLimit=260)),
                columns=3)
         .properties(title="Expected number of segments vs. K, per checkpoint (dashed: the shipped epoch)")
-        .resolve_scale(y="independent")
+        .resolve_scale(x="independent", y="independent")
     )
 
 
