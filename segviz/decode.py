@@ -157,17 +157,18 @@ class ValueRules:
     )
 
 
-VALUE_RULES = ("none", "names", "all")  # the paper | whole names only | absent + own + names
+VALUE_RULES = ("none", "names", "absent", "all")  # the paper | whole names | + absent rule | + own rule
 DEFAULT_VALUE_RULES = "all"
 
 
 def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> ValueRules | None:
-    """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``."""
+    """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``:
+    ``names`` completes proper names, ``absent`` adds the absent rule, ``all`` the own rule too."""
     if name not in VALUE_RULES:
         raise ValueError(f"value rules must be one of {VALUE_RULES}, got {name!r}")
     if name == "none":
         return None
-    return ValueRules(lexicon or {}, absent=name == "all", own=name == "all")
+    return ValueRules(lexicon or {}, absent=name in ("absent", "all"), own=name == "all")
 
 
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
