@@ -85,6 +85,11 @@ st.markdown(
     f"**The model's own plan** (its +RM output, beam {beam}): {' → '.join(map(str, overview.plan))} · "
     f"log-probability {own.scores.get('log_prob', float('nan')):.2f} ({service.log_prob_per_token(own):.3f} per token)"
 )
+if overview.appended:
+    st.caption(
+        "Added by +RM (the unconstrained output leaves them out): "
+        + ", ".join(f"record {k} {viz.esc(records[k - 1].label)}" for k in overview.appended)
+    )
 
 
 def _move(k: int, delta: int) -> None:
@@ -96,7 +101,7 @@ def _move(k: int, delta: int) -> None:
     ss["plan_sortable_version"] += 1  # remount the drag list with the new order
 
 
-labels = {k: f"{k}. {r.label}" for k, r in enumerate(records, start=1)}
+labels = {k: f"{k}. {r.label}" + (" (+RM)" if k in overview.appended else "") for k, r in enumerate(records, start=1)}
 left, right = st.columns([2, 3])
 with left:
     st.subheader("Order of the records")
@@ -112,7 +117,8 @@ with left:
         st.caption("Use the ↑/↓ buttons to move records (drag and drop needs `streamlit-sortables`).")
     for pos, k in enumerate(ss["plan_order"]):
         c1, c2, c3 = st.columns([6, 1, 1])
-        c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>", unsafe_allow_html=True)
+        added = " <small>(added by +RM)</small>" if k in overview.appended else ""
+        c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>{added}", unsafe_allow_html=True)
         c2.button("↑", key=f"plan_up_{k}", on_click=_move, args=(k, -1), disabled=pos == 0, help=f"move record {k} up")
         c3.button("↓", key=f"plan_down_{k}", on_click=_move, args=(k, 1), disabled=pos == K - 1, help=f"move record {k} down")
     st.number_input("Beam size", 1, 10, 5, key="plan_beam")

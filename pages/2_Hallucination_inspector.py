@@ -139,7 +139,12 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
             "Token", list(range(len(res.tokens))), key=f"insp_token_{system}",
             format_func=lambda i, r=res: f"{i}: {r.tokens[i]}",
         )
-        st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
+        in_null = view.alignment == "as decoded" and any(s <= t < e and k is None for s, e, k in res.segments)
+        if in_null:  # the null record has no input tokens: nothing to attend to
+            st.info(f"Token {t} ({viz.esc(res.tokens[t])}) lies in a null segment: it realises no record, so the "
+                    "segment model attended to no input token while writing it.")
+        else:
+            st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
         with st.expander("Full attention (click a cell to pick its token)"):
             st.altair_chart(
                 viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),

@@ -436,6 +436,7 @@ class PlanOverview:
     candidates: list[SystemView]
     asked: int  # how many sampled plans were asked for (fewer may be distinct)
     sampled: int  # how many distinct sampled plans there were
+    appended: list[int] = field(default_factory=list)  # records of the plan the unconstrained output leaves out
 
 
 def plan_overview(
@@ -445,6 +446,7 @@ def plan_overview(
     transition model (:func:`sample_plans`), all ranked by log-probability per token."""
     with _threads(1):
         own = _run_seg(dataset, records, seg, "rm", beam)
+        free = _run_seg(dataset, records, seg, "none", beam)  # what +RM had to add
     samples = sample_plans(dataset, records, seg, n, seed, beam)
     plan = plan_of(own.result, len(records))
     seen, candidates = set(), []
@@ -454,7 +456,8 @@ def plan_overview(
             seen.add(p)
             candidates.append(v)
     candidates.sort(key=lambda v: -log_prob_per_token(v.result))
-    return PlanOverview(own, plan, candidates, n, len(samples))
+    said = set(plan_of(free.result))
+    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said])
 
 
 def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:

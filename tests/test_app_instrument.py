@@ -209,3 +209,21 @@ def test_flag_location_rules():
     assert r.record == 2 and r.span == (6, 8) and "1 segment underlined" in r.note
     m = service.flag_location(view, "missing", 3, "near[Café Brazil]")
     assert m.span is None and "no segment of the text is aligned to it" in m.note
+
+
+def test_inspector_null_segment_token_says_so(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.number_input(key="insp_n").set_value(3)
+    at.button(key="insp_run").click().run()
+    assert not at.exception
+    case = at.session_state["insp_case"]
+    cases = service.run_systems("e2e", list(EXAMPLES["e2e"].items())[:3], load(env / "e2e-seg"), load(env / "e2e-pg"), "rm", 5)
+    res = cases[case].views["seg"].result
+    nulls = [t for s, e, k in res.segments if k is None for t in range(s, e)]
+    real = [t for s, e, k in res.segments if k is not None for t in range(s, e)]
+    if nulls:
+        at.selectbox(key="insp_token_seg").set_value(nulls[0]).run()
+        assert any(f"Token {nulls[0]} " in i.value and "null segment" in i.value for i in at.info)
+    at.selectbox(key="insp_token_seg").set_value(real[0]).run()
+    assert not any("null segment" in i.value for i in at.info)

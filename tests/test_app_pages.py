@@ -104,6 +104,12 @@ def test_plan_editor_own_plan_nbest_diff_and_stale(env):
     rows = service.plan_rows(own, records)
     assert list(table["plan"]) == [r["plan"] for r in rows] and list(table["per token"]) == sorted(table["per token"], reverse=True)
     assert "the model's own (+RM)" in set(table["source"])
+    free = service.compare("e2e", records, seg, None, "none", 5).seg
+    assert own.appended == [k for k in own.plan if k not in service.plan_of(free.result)]
+    added = [c.value for c in at.caption if c.value.startswith("Added by +RM")]
+    assert len(added) == (1 if own.appended else 0)
+    for k in own.appended:
+        assert f"record {k} " in added[0]
     if own.sampled < own.asked:
         assert any(f"only {own.sampled} were distinct" in i.value for i in at.info)
     # use the last listed plan, then force a reversed plan: old and new side by side with a word diff
