@@ -134,6 +134,14 @@ def text_posterior(dataset: str, records_param: str, tokens: tuple[str, ...], se
     return service.text_posterior(records, list(tokens), _from_key(seg_key, dataset, "seg"))
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _posterior_spec(dataset: str, records_param: str, tokens: tuple[str, ...], cased, title: str, seg_key) -> dict:
+    """The posterior heatmap as a Vega-Lite spec, built (unvalidated: the figure is fixed code) once per text."""
+    records = service.records_from_param(dataset, records_param)
+    post = text_posterior(dataset, records_param, tokens, seg_key)
+    return viz.posterior_chart(post, title, records, cased).to_dict(validate=False)
+
+
 @st.cache_data(show_spinner="Aligning the text…", max_entries=64)
 def align_text(dataset: str, records_param: str, text: str, seg_key) -> service.SystemView:
     """:func:`segviz.service.align_text`, cached (raises RecordError for a text without words)."""
@@ -262,7 +270,8 @@ def show_posterior(dataset: str, records_param: str, view: service.SystemView, r
         st.info("The posterior needs the segment model, and none is loaded.")
         return
     post = text_posterior(dataset, records_param, tuple(res.tokens), seg_key)
-    st.altair_chart(viz.posterior_chart(post, view.label, records, view.cased), key=key, width="content")
+    spec = _posterior_spec(dataset, records_param, tuple(res.tokens), tuple(view.cased or ()) or None, view.label, seg_key)
+    st.vega_lite_chart(spec=spec, key=key, width="content")
     st.caption(
         f"log p(text | records) = {post.log_prob:.2f} (all segmentations) · Viterbi: {len(post.viterbi)} segments · "
         f"{post.elapsed_ms:.0f} ms"

@@ -441,7 +441,7 @@ def posterior_frame(post, records: Sequence[Record] = (), cased: Sequence[str] |
     return pd.DataFrame(rows, columns=["t", "j", "token", "state", "p", "start", "viterbi"])
 
 
-def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased: Sequence[str] | None = None) -> alt.HConcatChart:
+def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased: Sequence[str] | None = None) -> alt.VConcatChart:
     """Heatmap tokens (y, in order) × states (x: null, then records 1..K) of P(token t lies in a
     segment of record k | text, records), with the Viterbi segmentation framed in red on top, a
     strip of record colours above, and beside it a bar per token: P(a segment starts here)."""
@@ -485,10 +485,8 @@ def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased
         y=alt.Y("t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), axis=None),
         tooltip=[alt.Tooltip("token:N", title="token"), alt.Tooltip("start:Q", format=".3f", title="P(a segment starts here)")],
     )
-    left = alt.vconcat(strip, alt.layer(heat, path), spacing=3).resolve_scale(color="independent", x="shared")
-    spacer = alt.Chart(pd.DataFrame({"v": []}), width=90, height=14).mark_point(opacity=0)
-    right = alt.vconcat(spacer, bars, spacing=3)
-    return alt.hconcat(left, right, spacing=4).resolve_scale(color="independent")
+    body = alt.hconcat(alt.layer(heat, path), bars, spacing=4)
+    return alt.vconcat(strip, body, spacing=3).resolve_scale(color="independent")
 
 
 # ----- word diff -------------------------------------------------------------------------------------

@@ -131,7 +131,10 @@ def test_posterior_chart_and_word_diff():
     assert df[df["viterbi"]][["t", "j"]].values.tolist() == [[0, 1], [1, 0], [2, 2]]
     assert df["token"].iloc[0] == "0 X"  # record casing restored
     spec = viz.posterior_chart(post, "ours").to_dict()
-    assert "hconcat" in spec
+    strip, body = spec["vconcat"]
+    heat, bars = body["hconcat"]
+    assert [lay["mark"]["type"] for lay in heat["layer"]] == ["rect", "rect"] and bars["mark"]["type"] == "bar"
+    assert heat["layer"][1]["mark"]["filled"] is False  # the Viterbi frames
     diff = viz.word_diff_html(["the", "<b>", "pub", "."], ["the", "pub", "near", "x", "."])
     assert "<del" in diff and "&lt;b&gt;" in diff and "<b>" not in diff and '600">near x</ins>' in diff
     assert viz.word_diff_html(["a"], ["a"]).count("<ins") == 0
