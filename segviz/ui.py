@@ -269,8 +269,12 @@ def show_posterior(dataset: str, records_param: str, view: service.SystemView, r
     if seg_key is None:
         st.info("The posterior needs the segment model, and none is loaded.")
         return
-    post = text_posterior(dataset, records_param, tuple(res.tokens), seg_key)
-    spec = _posterior_spec(dataset, records_param, tuple(res.tokens), tuple(view.cased or ()) or None, view.label, seg_key)
+    try:
+        post = text_posterior(dataset, records_param, tuple(res.tokens), seg_key)
+        spec = _posterior_spec(dataset, records_param, tuple(res.tokens), tuple(view.cased or ()) or None, view.label, seg_key)
+    except RecordError as e:  # records the app cannot take back from their URL form
+        error(f"{view.label}: no posterior: {e}")
+        return
     st.vega_lite_chart(spec=spec, key=key, width="content")
     st.caption(
         f"log p(text | records) = {post.log_prob:.2f} (all segmentations) · Viterbi: {len(post.viterbi)} segments · "
