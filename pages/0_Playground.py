@@ -193,6 +193,7 @@ for col, (system, view) in zip(cols, views.items(), strict=False):
                 f"attention {res.attention[t][i]:.3f}",
                 unsafe_allow_html=True,
             )
+            ui.show_token_explanation(dataset, request[1], view, t, seg_key, key=f"playground_explain_{system}")
 
 st.download_button(
     "Export this case (JSON)",

@@ -145,6 +145,7 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
                     "segment model attended to no input token while writing it.")
         else:
             st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
+        ui.show_token_explanation(dataset, case_param, view, t, seg_key, key=f"insp_explain_{system}")
         with st.expander("Full attention (click a cell to pick its token)"):
             st.altair_chart(
                 viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),

@@ -27,7 +27,7 @@ import torch
 
 from segviz import dp
 
-__all__ = ["Marginals", "marginals", "TextPosterior", "text_posterior"]
+__all__ = ["Marginals", "marginals", "TextPosterior", "text_posterior", "TokenExplanation", "token_explanation"]
 
 
 @dataclass
@@ -117,4 +117,51 @@ def text_posterior(model, vocab, records, tokens: list[str]) -> TextPosterior:
         viterbi=viterbi,
         log_prob=float(m.log_z[0]),
         elapsed_ms=(time.perf_counter() - t0) * 1000,
+    )
+
+
+@dataclass
+class TokenExplanation:
+    """Why the segment model wrote token ``t`` under record ``record`` (0 = null): its
+    probability split into generating from the vocabulary and copying from the record's tokens,
+    its log-probability, and the most probable words at that point (the model's own
+    distribution, before any decoding rule)."""
+
+    t: int
+    token: str
+    record: int
+    p_generate: float  # p_gen, the weight of the vocabulary distribution (1 for the null record)
+    p_from_vocab: float  # p_gen * p_vocab(token)
+    p_from_copy: float  # (1 - p_gen) * attention on the record's copies of the token
+    log_prob: float  # log p(token | y_<t, record)
+    top: list[tuple[str, float]]  # the 5 most probable words, with their probabilities
+
+
+@torch.no_grad()
+def token_explanation(model, vocab, records, tokens: list[str], t: int, record: int, top: int = 5) -> TokenExplanation:
+    """:class:`TokenExplanation` of ``tokens[t]`` under record ``record`` (1..K, 0 = null)."""
+    from segviz.data import collate, encode
+    from segviz.model import extended_scatter
+
+    if not 0 <= t < len(tokens):
+        raise IndexError(f"token {t} is outside the text (0..{len(tokens) - 1})")
+    model.eval()
+    ex = encode(vocab, records, list(tokens))
+    batch = collate([ex], len(vocab))
+    enc = model.encode(batch)
+    d = model.decode_states(enc, batch.tgt_in)[:, t : t + 1]  # (1, 1, H)
+    log_pv, logit_gen, alpha, _ = model.generation(enc, d)
+    k = record
+    pv, lg, al = log_pv[0, 0, k].exp().unsqueeze(0), logit_gen[0, 0, k].view(1), alpha[0, 0, k].unsqueeze(0)
+    logp = extended_scatter(pv, lg, al, batch.src_ext[:1], len(ex.oov))[0]  # (V + n_oov,)
+    y = int(batch.tgt[0, t])
+    p_gen = float(torch.sigmoid(lg)[0])
+    in_vocab = y < len(vocab)
+    from_vocab = p_gen * float(pv[0, y]) if in_vocab else 0.0
+    from_copy = (1 - p_gen) * float(al[0][batch.src_ext[0] == y].sum())
+    words = vocab.itos + ex.oov
+    best = torch.topk(logp.exp(), min(top, logp.numel()))
+    return TokenExplanation(
+        t=t, token=tokens[t], record=k, p_generate=p_gen, p_from_vocab=from_vocab, p_from_copy=from_copy,
+        log_prob=float(logp[y]), top=[(words[int(i)], float(p)) for p, i in zip(best.values, best.indices, strict=True)],
     )

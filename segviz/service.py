@@ -66,6 +66,7 @@ __all__ = [
     "case_json",
     "cased_tokens",
     "align_text",
+    "explain_token",
     "summarise_checkpoints",
     "results_rows",
     "shipped_epoch",
@@ -527,6 +528,17 @@ def text_posterior(records: list[Record], tokens: Sequence[str], seg: Checkpoint
         raise RecordError("the posterior needs the segment model, and none is loaded")
     with _threads(1):
         return posterior.text_posterior(seg.model, seg.vocab, list(records), list(tokens))
+
+
+def explain_token(
+    records: list[Record], tokens: Sequence[str], t: int, record: int | None, seg: Checkpoint | None
+) -> posterior.TokenExplanation:
+    """Why the segment model wrote ``tokens[t]`` in a segment of ``record`` (1..K, None = null):
+    generate vs copy, log-probability, top-5 words (:func:`segviz.posterior.token_explanation`)."""
+    if seg is None:
+        raise RecordError("the token explanation needs the segment model, and none is loaded")
+    with _threads(1):
+        return posterior.token_explanation(seg.model, seg.vocab, list(records), list(tokens), t, record or 0)
 
 
 def align_text(dataset: str, records: list[Record], text: str, seg: Checkpoint | None, system: str = "your text") -> SystemView:

@@ -252,6 +252,40 @@ POSTERIOR_CAPTION = (
 )
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def explain_token(dataset: str, records_param: str, tokens: tuple[str, ...], t: int, record: int | None, seg_key):
+    """:func:`segviz.service.explain_token`, cached."""
+    records = service.records_from_param(dataset, records_param)
+    return service.explain_token(records, list(tokens), t, record, _from_key(seg_key, dataset, "seg"))
+
+
+def show_token_explanation(dataset: str, records_param: str, view: service.SystemView, t: int, seg_key, key: str) -> None:
+    """For token ``t`` of the segment model's own text: the record of its segment (or that it is
+    null), generate vs copy, its log-probability and the 5 most probable words there."""
+    res = view.result
+    if res is None or view.alignment != "as decoded" or seg_key is None or not 0 <= t < len(res.tokens):
+        return
+    k = next((k for s, e, k in res.segments if s <= t < e), None)
+    try:
+        ex = explain_token(dataset, records_param, tuple(res.tokens), t, k, seg_key)
+    except RecordError as e:
+        error(str(e))
+        return
+    names = {j: label for j, label, _ in res.records}
+    where = ("a **null** segment: its record is null, so there is no input to attend to or copy from and the word "
+             "comes from the vocabulary alone") if k is None else f"a segment of record {k} ({viz.esc(names.get(k, '?'))})"
+    st.markdown(
+        f"Token {t} **{viz.esc(ex.token)}** lies in {where}. Under that record: p(generate) {ex.p_generate:.2f}; "
+        f"p(token) = {ex.p_from_vocab:.3f} from the vocabulary + {ex.p_from_copy:.3f} copied = "
+        f"{ex.p_from_vocab + ex.p_from_copy:.3f} (log-probability {ex.log_prob:.2f}).",
+        unsafe_allow_html=True,
+    )
+    st.dataframe(pd.DataFrame([{"alternative": w, "probability": round(p, 4)} for w, p in ex.top]), hide_index=True,
+                 key=key, width="content")
+    st.caption("The 5 most probable words at this point under the segment's record (the model's distribution, "
+               "before the decoding rules).")
+
+
 def view_picker(key: str, default: str = "attention") -> str:
     """Toggle between the attention heatmaps and the posterior over segmentations."""
     options = list(VIEWS)

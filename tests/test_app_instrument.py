@@ -227,3 +227,21 @@ def test_inspector_null_segment_token_says_so(env):
         assert any(f"Token {nulls[0]} " in i.value and "null segment" in i.value for i in at.info)
     at.selectbox(key="insp_token_seg").set_value(real[0]).run()
     assert not any("null segment" in i.value for i in at.info)
+
+
+def test_clicked_token_is_explained(env):
+    at = _generated()
+    exp = _expected(env)
+    res = exp.seg.result
+    seg = load(env / "e2e-seg")
+    for t in (1, next((t for s, e, k in res.segments if k is None for t in range(s, e)), 0)):
+        at.session_state["playground_pick_seg"] = (t, 0)  # a click on heatmap cell (t, i=0)
+        at.run()
+        assert not at.exception
+        k = next(k for s, e, k in res.segments if s <= t < e)
+        ex = service.explain_token(RECORDS, res.tokens, t, k, seg)
+        line = next(m.value for m in at.markdown if m.value.startswith(f"Token {t} **"))
+        assert f"log-probability {ex.log_prob:.2f}" in line and f"p(generate) {ex.p_generate:.2f}" in line
+        assert ("**null** segment" in line) == (k is None)
+        top = next(d.value for d in at.dataframe if "alternative" in d.value.columns)
+        assert list(top["alternative"]) == [w for w, _ in ex.top]

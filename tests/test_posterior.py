@@ -67,3 +67,34 @@ def test_text_posterior_on_a_tiny_model(vocab):
         log_z = forward(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, model.cfg.max_seg_len).log_z
     assert post.log_prob == pytest.approx(log_z.item(), abs=1e-4)
     assert text_posterior(model, vocab, records, []).probs == []
+
+
+def test_token_explanation_adds_up(vocab):
+    import math
+
+    from conftest import make_model
+
+    from segviz.posterior import token_explanation
+
+    model = make_model("seg", vocab, seed=2)
+    records = parse_e2e_mr("name[Zizzi], eatType[restaurant], food[Italian]")
+    tokens = tokenize("Zizzi is an Italian restaurant .")
+    for t, k in [(0, 1), (3, 3), (1, 0), (4, 2)]:
+        ex = token_explanation(model, vocab, records, tokens, t, k)
+        assert ex.token == tokens[t] and ex.record == k
+        # the two routes add up to the token's probability
+        assert math.exp(ex.log_prob) == pytest.approx(ex.p_from_vocab + ex.p_from_copy, rel=1e-4, abs=1e-12)
+        assert len(ex.top) == 5 and all(a[1] >= b[1] for a, b in zip(ex.top, ex.top[1:], strict=False))
+        assert sum(p for _, p in ex.top) <= 1 + 1e-6
+    null = token_explanation(model, vocab, records, tokens, 1, 0)
+    assert null.p_generate == pytest.approx(1.0) and null.p_from_copy == pytest.approx(0.0, abs=1e-9)
+    # "zizzi" is not in the vocabulary: under its own record it can only be copied
+    first = token_explanation(model, vocab, records, tokens, 0, 1)
+    assert first.p_from_vocab == 0.0 and first.p_from_copy > 0
+    # the emission the forward algorithm uses is the same number
+    from segviz.data import collate, encode
+
+    batch = collate([encode(vocab, records, tokens)], len(vocab))
+    with torch.no_grad():
+        pot = model.potentials(batch)
+    assert first.log_prob == pytest.approx(pot.log_emit[0, 0, 1].item(), abs=1e-4)
