@@ -151,24 +151,35 @@ class ValueRules:
 
     lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
     absent: bool = True  # no lexicon word that the input does not hold, anywhere
-    own: bool = True  # a record's segment says no other record's lexicon word; a null segment none
+    own: bool | None = (
+        True  # a segment says no other record's lexicon word, a null one none (None: with a plan)
+    )
     names: bool = (
         True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
     )
 
 
-VALUE_RULES = ("none", "names", "absent", "all")  # the paper | whole names | + absent rule | + own rule
-DEFAULT_VALUE_RULES = "all"
+VALUE_RULES = (
+    "none",
+    "names",
+    "absent",
+    "auto",
+    "all",
+)  # the paper | names | + absent | + own with a plan | + own
+DEFAULT_VALUE_RULES = "auto"
 
 
 def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> ValueRules | None:
     """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``:
-    ``names`` completes proper names, ``absent`` adds the absent rule, ``all`` the own rule too."""
+    ``names`` completes proper names, ``absent`` adds the absent rule, ``auto`` the own rule when
+    a plan is forced (where each segment must say its own record: the Plan editor), ``all`` the
+    own rule always."""
     if name not in VALUE_RULES:
         raise ValueError(f"value rules must be one of {VALUE_RULES}, got {name!r}")
     if name == "none":
         return None
-    return ValueRules(lexicon or {}, absent=name in ("absent", "all"), own=name == "all")
+    own = {"all": True, "auto": None}.get(name, False)
+    return ValueRules(lexicon or {}, absent=name in ("absent", "auto", "all"), own=own)
 
 
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
@@ -191,11 +202,11 @@ def _absent_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
 
 
 def _own_mask(
-    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, planned: bool = False
 ) -> torch.Tensor | None:
     """(K+1, n_ext) bool: row k bans the lexicon words of the other records' features that record
     k does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
-    if not rules or not rules.own or not rules.lexicon:
+    if not rules or not (rules.own or (rules.own is None and planned)) or not rules.lexicon:
         return None
     from segviz.lexicon import features
 
@@ -317,7 +328,7 @@ class SegmentDecoder:
         ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
         ban[_absent_ids(self.vocab, enc_ex.oov, records, rules)] = True
-        own_mask = _own_mask(self.vocab, enc_ex.oov, records, rules)
+        own_mask = _own_mask(self.vocab, enc_ex.oov, records, rules, bool(plan))
         phrases = _phrases(self.vocab, enc_ex.oov, records, rules)
         must = _phrases(self.vocab, enc_ex.oov, records, rules, values_only=True)
         if content_rule is None:

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
-                   help="decoding rules for values: none (the paper), names, absent, all (segviz.decode.value_rules)")
+                   help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)")
     p.add_argument("--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)

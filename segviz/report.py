@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
     p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
-                   help="decoding rules for values: none (the paper), names, absent, all (segviz.decode.value_rules)")
+                   help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
     args = p.parse_args(argv)

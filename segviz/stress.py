@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         "--value-rules",
         choices=VALUE_RULES,
         default=DEFAULT_VALUE_RULES,
-        help="decoding rules for values: none (the paper), names, absent, all (segviz.decode.value_rules)",
+        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -105,3 +105,19 @@ def test_names_are_copied_whole(tiny_e2e):
                 seen += 1
                 assert toks[i : i + len(names[t])] == names[t], out.text
     assert seen >= 2
+
+
+def test_auto_applies_the_own_rule_only_under_a_forced_plan():
+    from segviz.decode import value_rules
+
+    recs = parse_e2e_mr("name[The Eagle], food[French]")
+    vocab = Vocab(["eagle", "french"])
+    lex = {"eagle": frozenset({"tok:eagle"}), "french": frozenset({"tok:french"})}
+    auto = value_rules("auto", lex)
+    assert auto.absent and auto.names and auto.own is None
+    assert _own_mask(vocab, [], recs, auto) is None
+    assert _own_mask(vocab, [], recs, auto, planned=True)[0].tolist() == [True, True]
+    assert value_rules("none", lex) is None and value_rules("all", lex).own is True
+    assert not value_rules("names", lex).absent and value_rules("absent", lex).own is False
+    with pytest.raises(ValueError, match="value rules"):
+        value_rules("most", lex)
