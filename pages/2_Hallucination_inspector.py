@@ -35,21 +35,31 @@ if source == "run":
     with c2:
         constraints = ui.constraint_picker("insp_constraints")
     beam = c3.number_input("Beam size", 1, 10, 5, key="insp_beam")
+    c4, c5 = st.columns([2, 1])
+    how = c4.radio("Which inputs", list(service.SAMPLES), format_func=service.SAMPLES.get, horizontal=True,
+                   key="insp_sample", help="Stratified: as even a share of every record count K as N allows.")
+    seed = c5.number_input("Seed", 0, 1_000_000, 0, key="insp_seed", disabled=how == "first")
     errors = [ui.get_checkpoint(dataset, kind)[1] for kind in ("seg", "pg")]
     for message in filter(None, errors):  # absent or unusable: say why (an error if neither is usable)
         (ui.error if all(errors) else ui.warning)(message)
     if not all(errors) and st.button("Run both models", type="primary", key="insp_run"):
-        ss["insp_request"] = (dataset, int(n), constraints, int(beam))
+        ss["insp_request"] = (dataset, int(n), constraints, int(beam), how, int(seed))
     req = ss.get("insp_request")
     if req and req[0] == dataset:
-        cases = ui.run_systems(*req, seg_key, pg_key)
+        cases = ui.run_systems(*req[:4], seg_key, pg_key, *req[4:])
+        if req[1:] != (int(n), constraints, int(beam), how, int(seed)):
+            st.warning("The settings have changed since these cases were run: press **Run both models** to update them.")
 else:
     upload = st.file_uploader("MR<TAB>output per line (UTF-8)", type=["tsv", "txt"], key="insp_upload")
     if upload is not None:
         try:
-            cases = ui.cases_from_file(dataset, upload.getvalue(), seg_key)
+            cases, total = ui.cases_from_file(dataset, upload.getvalue(), seg_key, ui.MAX_UPLOAD_CASES)
         except OutputFileError as e:
             ui.error(f"Cannot read {upload.name}: {e}")
+        else:
+            if total > len(cases):
+                ui.warning(f"{upload.name} holds {total:,} outputs; the first {len(cases):,} are shown "
+                           "(split the file to inspect the rest).")
         seg_error = ui.get_checkpoint(dataset, "seg")[1] if cases else None
         if seg_error:
             ui.warning(seg_error + " Texts are shown without alignment.")
@@ -59,8 +69,12 @@ if not cases:
     st.stop()
 
 rows = service.flagged_rows(cases)
-kinds = st.multiselect("Kinds", service.FLAG_KINDS, default=list(service.FLAG_KINDS), key="insp_kinds")
-rows = [r for r in rows if r["kind"] in kinds]
+c1, c2 = st.columns(2)
+kinds = c1.multiselect("Kinds", service.FLAG_KINDS, default=list(service.FLAG_KINDS), key="insp_kinds")
+attributes = sorted({service.attribute_of(r["record"]) for r in rows})
+picked_attributes = c2.multiselect("Attributes", attributes, default=[], key="insp_attributes",
+                                   placeholder="all attributes")
+rows = [r for r in rows if r["kind"] in kinds and (not picked_attributes or service.attribute_of(r["record"]) in picked_attributes)]
 n_flagged = len({r["case"] for r in rows})
 st.markdown(f"**{len(rows)} flags in {n_flagged} of {len(cases)} cases.** Click a column header to sort; select a row to open the case.")
 
@@ -78,10 +92,17 @@ st.dataframe(
     pd.DataFrame(rows, columns=["case", "system", "kind", "record", "text"]), hide_index=True, width="stretch",
     key="insp_table", on_select=_open_row, selection_mode="single-row",
 )
+with st.expander("Flags per attribute and system"):
+    counts = service.attribute_counts(rows)
+    if counts:
+        st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch", key="insp_attribute_counts")
+    else:
+        st.caption("No flags.")
 flagged_ids = sorted({r["case"] for r in rows}) or [c.index for c in cases]
 if ss.get("insp_case") not in flagged_ids:
     ss["insp_case"] = flagged_ids[0]
-case_id = st.selectbox("Open case", flagged_ids, key="insp_case", format_func=lambda i: f"{i}: {cases[i].key}")
+case_id = st.selectbox("Open case", flagged_ids, key="insp_case",
+                       format_func=lambda i: f"{i}: {service.case_label(cases[i])}")
 case = cases[case_id]
 
 st.subheader(f"Case {case.index}: {viz.esc(case.key)}")

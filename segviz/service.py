@@ -53,6 +53,9 @@ __all__ = [
     "sample_plans",
     "run_systems",
     "parse_output_file",
+    "sample_inputs",
+    "attribute_counts",
+    "case_label",
     "parse_output_lines",
     "cases_from_outputs",
     "flagged_rows",
@@ -602,6 +605,67 @@ def run_systems(
         if progress:
             progress(i + 1, total)
     return cases
+
+
+SAMPLES = {"first": "the first N", "random": "a random sample (seed)", "stratified": "stratified by K (seed)"}
+
+
+def sample_inputs(inputs: Sequence[tuple[str, list[Record]]], n: int, how: str = "first", seed: int = 0) -> list:
+    """``n`` of ``inputs``: the first ``n``; a seeded random sample (in input order); or a seeded
+    sample stratified by the number of records K (as even a share of every K as ``n`` allows,
+    the smallest strata first). The same seed always gives the same sample."""
+    import random
+
+    inputs = list(inputs)
+    n = max(0, min(n, len(inputs)))
+    if how == "first" or n == len(inputs):
+        return inputs[:n]
+    rng = random.Random(seed)
+    if how == "random":
+        return [inputs[i] for i in sorted(rng.sample(range(len(inputs)), n))]
+    if how != "stratified":
+        raise ValueError(f"sample must be one of {sorted(SAMPLES)}, got {how!r}")
+    strata: dict[int, list[int]] = {}
+    for i, (_, records) in enumerate(inputs):
+        strata.setdefault(len(records), []).append(i)
+    for idx in strata.values():
+        rng.shuffle(idx)
+    chosen: list[int] = []
+    left = n
+    for j, K in enumerate(sorted(strata, key=lambda K: len(strata[K]))):
+        share = left // (len(strata) - j)
+        take = strata[K][:share]
+        chosen += take
+        left -= len(take)
+    taken = set(chosen)
+    rest = [i for K in sorted(strata) for i in strata[K] if i not in taken]
+    chosen += rest[:left]  # strata too small for their share: the others fill up
+    return [inputs[i] for i in sorted(chosen)]
+
+
+def attribute_of(label: str) -> str:
+    """The attribute (E2E) or predicate (WebNLG) of a flag's record label: ``food[Thai]`` -> food,
+    ``A | country | B`` -> country, ``familyFriendly`` (a hallucinated slot) -> familyFriendly."""
+    if " | " in label:
+        parts = label.split(" | ")
+        return parts[1] if len(parts) == 3 else label
+    return label.split("[", 1)[0].strip()
+
+
+def attribute_counts(rows: Sequence[dict]) -> list[dict]:
+    """Flags per attribute and system: one row per (attribute, system), a column per flag kind."""
+    table: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        key = (attribute_of(r["record"]), r["system"])
+        row = table.setdefault(key, {"attribute": key[0], "system": key[1], **{k: 0 for k in FLAG_KINDS}})
+        row[r["kind"]] = row.get(r["kind"], 0) + 1
+    return [table[k] for k in sorted(table)]
+
+
+def case_label(case: Case, n: int = 90) -> str:
+    """A case as its records (``name[X] · food[Y] …``), shortened to about ``n`` characters."""
+    text = " · ".join(r.label for r in case.records)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str]]:

@@ -352,30 +352,41 @@ def constraint_picker(key: str, default: str = "rm") -> str:
     )
 
 
-def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_key) -> list[service.Case]:
-    """Both systems over the first ``n`` dev inputs (bundled examples when there is no dev set),
-    with a progress bar while decoding; cached by request, data folder and checkpoint versions."""
-    return _run_systems(dataset, str(default_data_dir()), n, constraints, beam, seg_key, pg_key)
+def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
+                seed: int = 0) -> list[service.Case]:
+    """Both systems over ``n`` dev inputs (bundled examples when there is no dev set) chosen by
+    :func:`segviz.service.sample_inputs` (``how``, ``seed``), with a progress bar while decoding;
+    cached by request, data folder and checkpoint versions."""
+    return _run_systems(dataset, str(default_data_dir()), n, constraints, beam, seg_key, pg_key, how, seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: int, seg_key, pg_key) -> list[service.Case]:
+def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
+                 seed: int = 0) -> list[service.Case]:
     inputs = dev_inputs(dataset)[0] or list(_bundled(dataset).items())
     bar = st.progress(0.0, text="Decoding…")  # created inside: the cache can replay it
     cases = service.run_systems(
-        dataset, inputs[:n], _from_key(seg_key, dataset, "seg"), _from_key(pg_key, dataset, "pg"), constraints, beam,
-        progress=progress_callback(bar, "Decoding"),
+        dataset, service.sample_inputs(inputs, n, how, seed), _from_key(seg_key, dataset, "seg"),
+        _from_key(pg_key, dataset, "pg"), constraints, beam, progress=progress_callback(bar, "Decoding"),
     )
     bar.empty()
     return cases
 
 
-@st.cache_data(show_spinner="Aligning and checking the uploaded outputs…", max_entries=16)
-def cases_from_file(dataset: str, data: bytes, seg_key) -> list[service.Case]:
-    """An uploaded ``MR<TAB>output`` file as cases (raises OutputFileError, not cached)."""
+MAX_UPLOAD_CASES = 1000  # an uploaded file's first lines that are aligned and checked (about 20 ms each)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CASES) -> tuple[list[service.Case], int]:
+    """An uploaded ``MR<TAB>output`` file as cases, at most ``cap`` of them, with a progress bar,
+    and how many the file holds (raises OutputFileError, not cached)."""
     located = service.parse_output_lines(dataset, data)
-    pairs = [(records, text) for _, records, text in located]
-    return service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"), lines=[n for n, _, _ in located])
+    pairs = [(records, text) for _, records, text in located[:cap]]
+    bar = st.progress(0.0, text="Aligning and checking…")
+    cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"),
+                                       lines=[n for n, _, _ in located[:cap]], progress=progress_callback(bar, "Aligning and checking"))
+    bar.empty()
+    return cases, len(located)
 
 
 def _bundled(dataset: str) -> dict[str, list[Record]]:

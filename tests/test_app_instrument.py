@@ -245,3 +245,43 @@ def test_clicked_token_is_explained(env):
         assert ("**null** segment" in line) == (k is None)
         top = next(d.value for d in at.dataframe if "alternative" in d.value.columns)
         assert list(top["alternative"]) == [w for w, _ in ex.top]
+
+
+def test_inspector_seeded_stratified_sample_filter_and_counts(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.number_input(key="insp_n").set_value(3)
+    at.radio(key="insp_sample").set_value("stratified").run()  # enables the seed
+    at.number_input(key="insp_seed").set_value(7)
+    at.button(key="insp_run").click().run()
+    assert not at.exception
+    bundled = list(EXAMPLES["e2e"].items())
+    chosen = service.sample_inputs(bundled, 3, "stratified", 7)
+    assert chosen == service.sample_inputs(bundled, 3, "stratified", 7)  # reproducible with its seed
+    cases = service.run_systems("e2e", chosen, load(env / "e2e-seg"), load(env / "e2e-pg"), "rm", 5)
+    rows = service.flagged_rows(cases)
+    table = at.dataframe[0].value
+    assert list(table["record"]) == [r["record"] for r in rows]
+    # the case picker shows the records, not only an id
+    assert at.selectbox(key="insp_case").format_func(0) == f"0: {service.case_label(cases[0])}"
+    counts = next(d.value for d in at.dataframe if "attribute" in d.value.columns)
+    assert counts.to_dict("records") == service.attribute_counts(rows)
+    if rows:
+        attr = service.attribute_of(rows[0]["record"])
+        at.multiselect(key="insp_attributes").set_value([attr]).run()
+        assert {service.attribute_of(r) for r in at.dataframe[0].value["record"]} == {attr}
+    at.number_input(key="insp_seed").set_value(8).run()
+    assert any("settings have changed" in w.value for w in at.warning)
+
+
+def test_inspector_upload_cap(env, monkeypatch):
+    from segviz import ui
+
+    monkeypatch.setattr(ui, "MAX_UPLOAD_CASES", 2)
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.radio(key="insp_source").set_value("upload").run()
+    data = "".join(f"name[Blue Café], food[Thai]\tBlue Café number {i} serves Thai food.\n" for i in range(5)).encode()
+    at.file_uploader(key="insp_upload").set_value(("big.tsv", data, "text/plain")).run()
+    assert not at.exception
+    assert any("big.tsv holds 5 outputs; the first 2 are shown" in w.value for w in at.warning)

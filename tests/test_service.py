@@ -171,3 +171,28 @@ def test_summaries_and_metrics(tiny, tmp_path):
     assert {"checkpoint": "e2e-pg", "level": "—", "bleu": 0.58} in rows
     assert {"checkpoint": "e2e-seg", "level": "ours (+RM)", "bleu": 0.61, "wrong": 3} in rows
     assert service.summarise_checkpoints(tmp_path / "nowhere") == []
+
+
+def test_sample_inputs_first_random_stratified():
+    inputs = [(str(i), [Record(f"a{j}", "v") for j in range(1 + i % 4)]) for i in range(40)]
+    assert service.sample_inputs(inputs, 5) == inputs[:5]
+    r = service.sample_inputs(inputs, 8, "random", seed=3)
+    assert r == service.sample_inputs(inputs, 8, "random", seed=3) != service.sample_inputs(inputs, 8, "random", seed=4)
+    assert len(r) == 8 and [k for k, _ in r] == sorted((k for k, _ in r), key=int)  # input order kept
+    st = service.sample_inputs(inputs, 8, "stratified", seed=1)
+    assert st == service.sample_inputs(inputs, 8, "stratified", seed=1)
+    assert sorted(len(recs) for _, recs in st) == [1, 1, 2, 2, 3, 3, 4, 4]  # every K equally
+    uneven = inputs[:3] + [(f"x{i}", [Record("a", "v")]) for i in range(20)]
+    assert len(service.sample_inputs(uneven, 10, "stratified", seed=0)) == 10  # small strata: the rest fill up
+    assert service.sample_inputs(inputs, 100, "random") == inputs
+
+
+def test_attribute_counts_and_case_label():
+    rows = [{"record": "food[Thai]", "system": "PG", "kind": "missing"}, {"record": "food[Thai]", "system": "PG", "kind": "wrong"},
+            {"record": "familyFriendly", "system": "ours", "kind": "hallucinated"},
+            {"record": "A | country | B", "system": "ours", "kind": "missing"}]  # fmt: skip
+    counts = service.attribute_counts(rows)
+    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0} in counts
+    assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
+    case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})
+    assert service.case_label(case).startswith("name[XXX") and len(service.case_label(case)) == 90
