@@ -67,10 +67,16 @@ run e2e-pg mv "$OUT/e2e-pg" "$OUT/e2e-pg-epoch4"
 [ -n "$DRY" ] || { mkdir -p "$OUT/e2e-pg" && cp "$OUT/e2e-pg-epoch4/commands.txt" "$OUT/e2e-pg/"; }
 train e2e-pg --dataset e2e --model pg --init "$OUT/e2e-pg-epoch4" --clean --epochs 6 --lr 0.0002
 
-# ----- PLACEHOLDER (lead): the fine-tuning steps with invented names go here, as `train` lines, e.g.
-# train e2e-seg --dataset e2e --model seg --init "$OUT/e2e-seg-before-substitute" --substitute 0.5 --epochs N --lr LR
-# (and the same for any other checkpoint fine-tuned that way), before the lexicons and reports below.
-# ----- END PLACEHOLDER ------------------------------------------------------------------------------
+# ----- third session: all four fine-tuned with invented names (--substitute 0.5, segviz/augment.py) ----
+# --init starts a new folder from the best weights so far with a fresh Adam state (README "Reproduce")
+for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
+  run "$name" mv "$OUT/$name" "$OUT/$name-before-substitute"
+  [ -n "$DRY" ] || { mkdir -p "$OUT/$name" && cp "$OUT/$name-before-substitute/commands.txt" "$OUT/$name/"; }
+done
+train e2e-seg    --dataset e2e    --model seg --init "$OUT/e2e-seg-before-substitute"    --substitute 0.5 --epochs 20 --lr 0.0002
+train e2e-pg     --dataset e2e    --model pg  --init "$OUT/e2e-pg-before-substitute"     --substitute 0.5 --epochs 8  --lr 0.0002
+train webnlg-seg --dataset webnlg --model seg --init "$OUT/webnlg-seg-before-substitute" --substitute 0.5 --epochs 11 --lr 0.002
+train webnlg-pg  --dataset webnlg --model pg  --init "$OUT/webnlg-pg-before-substitute"  --substitute 0.5 --epochs 7  --lr 0.002
 
 # ----- value lexicons and dev metrics of the four shipped systems ----------------------------------
 for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
