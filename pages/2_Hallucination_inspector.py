@@ -102,7 +102,7 @@ flagged_ids = sorted({r["case"] for r in rows}) or [c.index for c in cases]
 if ss.get("insp_case") not in flagged_ids:
     ss["insp_case"] = flagged_ids[0]
 case_id = st.selectbox("Open case", flagged_ids, key="insp_case",
-                       format_func=lambda i: f"{i}: {service.case_label(cases[i])}")
+                       format_func=lambda i: f"{i}: {service.case_label(cases[i], with_key=True)}")
 case = cases[case_id]
 
 st.subheader(f"Case {case.index}: {viz.esc(case.key)}")

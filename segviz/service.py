@@ -662,10 +662,12 @@ def attribute_counts(rows: Sequence[dict]) -> list[dict]:
     return [table[k] for k in sorted(table)]
 
 
-def case_label(case: Case, n: int = 90) -> str:
-    """A case as its records (``name[X] · food[Y] …``), shortened to about ``n`` characters."""
+def case_label(case: Case, n: int = 90, with_key: bool = False) -> str:
+    """A case as its records (``name[X] · food[Y] …``), shortened to about ``n`` characters;
+    ``with_key``: after its key (``line 3``, an example's name) unless the key is the MR itself."""
     text = " · ".join(r.label for r in case.records)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    text = text if len(text) <= n else text[: n - 1] + "…"
+    return f"{case.key} — {text}" if with_key and "[" not in case.key and case.key != text else text
 
 
 def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str]]:
