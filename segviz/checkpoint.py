@@ -46,13 +46,15 @@ class Checkpoint:
     metrics: dict = field(default_factory=dict)
     path: Path | None = None
     lexicon: dict = field(default_factory=dict)  # value lexicon (lexicon.json): word -> features
+    default_rules: str | None = None  # value rules chosen for this checkpoint (lexicon.json), if any
 
     def rules(self, name: str | None = None):
-        """The decoding :class:`segviz.decode.ValueRules` called ``name`` (default
-        :data:`segviz.decode.DEFAULT_VALUE_RULES`) with this checkpoint's lexicon."""
+        """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
+        lexicon; by default the ones chosen for it on the tuning half (``lexicon.json``), else
+        :data:`segviz.decode.DEFAULT_VALUE_RULES`."""
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
-        return value_rules(name or DEFAULT_VALUE_RULES, self.lexicon)
+        return value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
 
     @property
     def model_config(self) -> ModelConfig:
@@ -127,10 +129,14 @@ def load_weights(model: torch.nn.Module, file: Path) -> None:
     missing = sorted(set(expected) - set(tensors))
     extra = sorted(set(tensors) - set(expected))
     if missing or extra:
-        raise CheckpointError(f"{file}: weights do not match the config (missing {missing[:3]}, unexpected {extra[:3]})")
+        raise CheckpointError(
+            f"{file}: weights do not match the config (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
     for k, v in tensors.items():
         if v.shape != expected[k].shape:
-            raise CheckpointError(f"{file}: tensor {k} has shape {tuple(v.shape)}, config wants {tuple(expected[k].shape)}")
+            raise CheckpointError(
+                f"{file}: tensor {k} has shape {tuple(v.shape)}, config wants {tuple(expected[k].shape)}"
+            )
     model.load_state_dict(tensors)
 
 
@@ -144,7 +150,10 @@ def _number(v) -> bool:
 
 # model config field -> (check, what is expected); fields not listed are left to ModelConfig
 _MODEL_FIELDS = {
-    "kind": (lambda v: isinstance(v, str) and v in MODEL_KINDS, f"one of {', '.join(map(repr, MODEL_KINDS))}"),
+    "kind": (
+        lambda v: isinstance(v, str) and v in MODEL_KINDS,
+        f"one of {', '.join(map(repr, MODEL_KINDS))}",
+    ),
     "vocab_size": (lambda v: _int(v) and v >= 1, "a positive integer"),
     "emb_dim": (lambda v: _int(v) and v >= 1, "a positive integer"),
     "hidden": (lambda v: _int(v) and v >= 2 and v % 2 == 0, "an even integer of at least 2"),
@@ -160,10 +169,14 @@ def validate_config(config: dict, file: Path | str = "config.json") -> None:
     one sentence naming the file, the field and what is expected."""
     dataset = config.get("dataset", "e2e")
     if dataset not in DATASETS:
-        raise CheckpointError(f"{file}: field 'dataset' must be one of {', '.join(map(repr, DATASETS))}, got {dataset!r}")
+        raise CheckpointError(
+            f"{file}: field 'dataset' must be one of {', '.join(map(repr, DATASETS))}, got {dataset!r}"
+        )
     model = config.get("model")
     if not isinstance(model, dict):
-        raise CheckpointError(f"{file}: field 'model' must be an object with the model settings, got {model!r}")
+        raise CheckpointError(
+            f"{file}: field 'model' must be an object with the model settings, got {model!r}"
+        )
     for name, (ok, expected) in _MODEL_FIELDS.items():
         if name in model and not ok(model[name]):
             raise CheckpointError(f"{file}: field 'model.{name}' must be {expected}, got {model[name]!r}")
@@ -201,13 +214,17 @@ def load(path: Path | str, device: str | torch.device | None = None) -> Checkpoi
     metrics = _read_json(path / "metrics.json", "metrics") if (path / "metrics.json").exists() else {}
     from segviz import lexicon
 
-    return Checkpoint(model, vocab, config, history, metrics, path, lexicon.load(path))
+    return Checkpoint(
+        model, vocab, config, history, metrics, path, lexicon.load(path), lexicon.default_rules(path)
+    )
 
 
 # ----- resume state ---------------------------------------------------------------------------
 
 
-def save_resume(path: Path | str, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
+def save_resume(
+    path: Path | str, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict
+) -> None:
     """Weights + Adam moments + loop state of the last finished epoch into ``path/last``."""
     last = Path(path) / "last"
     last.mkdir(parents=True, exist_ok=True)

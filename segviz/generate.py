@@ -30,7 +30,6 @@ from segviz import checkpoint as ckpt
 from segviz.data_webnlg import WebNLGError, read_webnlg
 from segviz.decode import (
     CONSTRAINTS,
-    DEFAULT_VALUE_RULES,
     NO_REPEAT_NGRAM,
     VALUE_RULES,
     GenerationResult,
@@ -60,8 +59,10 @@ def _read_e2e(path: Path) -> list[tuple[str, list[Record], str]]:
             reader = csv.DictReader(f)
             col = next((c for c in (reader.fieldnames or []) if c.strip().lower() == "mr"), None)
             if col is None:
-                raise InputError(f"{path}: no 'mr' or 'MR' column (columns: {reader.fieldnames}); "
-                                 "an E2E model reads a CSV with an 'mr' column")
+                raise InputError(
+                    f"{path}: no 'mr' or 'MR' column (columns: {reader.fieldnames}); "
+                    "an E2E model reads a CSV with an 'mr' column"
+                )
             first: dict[str, int] = {}
             start = reader.line_num + 1
             for row in reader:
@@ -86,7 +87,9 @@ def _read_webnlg(path: Path) -> list[tuple[str, list[Record], str]]:
     try:
         entries = read_webnlg(path)
     except WebNLGError as e:
-        raise InputError(f"{e}; a WebNLG model reads WebNLG XML (a file or folder of <entry> elements)") from e
+        raise InputError(
+            f"{e}; a WebNLG model reads WebNLG XML (a file or folder of <entry> elements)"
+        ) from e
     if not entries:
         raise InputError(f"{path}: no WebNLG entries found")
     out = []
@@ -101,10 +104,16 @@ def _read_webnlg(path: Path) -> list[tuple[str, list[Record], str]]:
 _SUFFIXES = {"e2e": (".xml",), "webnlg": (".csv", ".tsv")}  # the other dataset's input files
 
 
-def read_located_inputs(dataset: str, path: Path, model: str = "the checkpoint") -> list[tuple[str, list[Record], str]]:
+def read_located_inputs(
+    dataset: str, path: Path, model: str = "the checkpoint"
+) -> list[tuple[str, list[Record], str]]:
     """``(key, records, where)`` for every input of ``path``; ``where`` names the file and line."""
     if Path(path).suffix.lower() in _SUFFIXES.get(dataset, ()) or (dataset == "e2e" and Path(path).is_dir()):
-        expected = "a CSV with an 'mr' column" if dataset == "e2e" else "WebNLG XML (a file or folder of <entry> elements)"
+        expected = (
+            "a CSV with an 'mr' column"
+            if dataset == "e2e"
+            else "WebNLG XML (a file or folder of <entry> elements)"
+        )
         name = "an E2E" if dataset == "e2e" else "a WebNLG"
         got = "a folder" if Path(path).is_dir() else f"a {Path(path).suffix} file"
         raise InputError(f"{path}: {model} is {name} model and reads {expected}, not {got}")
@@ -132,11 +141,27 @@ def generate_all(
     for i, records in enumerate(inputs):
         if isinstance(checkpoint.model, SegmentModel):
             p = plan if plan and len(plan) == len(records) else None
-            r = generate_seg(checkpoint.model, checkpoint.vocab, records, constraints, beam, plan=p, system=checkpoint.name,
-                             no_repeat_ngram=no_repeat_ngram, rules=value_rules)
+            r = generate_seg(
+                checkpoint.model,
+                checkpoint.vocab,
+                records,
+                constraints,
+                beam,
+                plan=p,
+                system=checkpoint.name,
+                no_repeat_ngram=no_repeat_ngram,
+                rules=value_rules,
+            )
         else:
-            r = generate_pg(checkpoint.model, checkpoint.vocab, records, beam, system=checkpoint.name, no_repeat_ngram=no_repeat_ngram,
-                            rules=value_rules)
+            r = generate_pg(
+                checkpoint.model,
+                checkpoint.vocab,
+                records,
+                beam,
+                system=checkpoint.name,
+                no_repeat_ngram=no_repeat_ngram,
+                rules=value_rules,
+            )
         out.append(r)
         if progress:
             progress(i + 1, len(inputs))
@@ -169,7 +194,9 @@ def warn_inputs(dataset: str, items: list[tuple[str, list[Record], str]], model:
     return n
 
 
-def print_checks(dataset: str, items: list[tuple[str, list[Record], str]], results: list[GenerationResult]) -> int:
+def print_checks(
+    dataset: str, items: list[tuple[str, list[Record], str]], results: list[GenerationResult]
+) -> int:
     """The automatic checker's verdict per output on stderr; return how many outputs it flags."""
     from segviz.faithfulness import check
 
@@ -179,25 +206,52 @@ def print_checks(dataset: str, items: list[tuple[str, list[Record], str]], resul
         flags = [f"{v.status} {v.label}" for v in report.per_record if v.status != "realised"]
         flags += [f"hallucinated {h}" for h in report.hallucinated]
         n += bool(flags)
-        print(f"check: {where}: {'; '.join(flags) if flags else 'ok (every record realised once)'}", file=sys.stderr)
+        print(
+            f"check: {where}: {'; '.join(flags) if flags else 'ok (every record realised once)'}",
+            file=sys.stderr,
+        )
     return n
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m segviz.generate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m segviz.generate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--input", type=Path, required=True)
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--constraints", choices=CONSTRAINTS, default="rm")
     p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--no-repeat-ngram", type=int, default=NO_REPEAT_NGRAM, help="forbid any word n-gram twice in an output (0: off)")
-    p.add_argument("--plan", default=None, help="comma-separated record order (1-based), applied to inputs with that many records")
+    p.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=NO_REPEAT_NGRAM,
+        help="forbid any word n-gram twice in an output (0: off)",
+    )
+    p.add_argument(
+        "--plan",
+        default=None,
+        help="comma-separated record order (1-based), applied to inputs with that many records",
+    )
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
-                   help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)")
-    p.add_argument("--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)")
-    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
+    p.add_argument(
+        "--value-rules",
+        choices=VALUE_RULES,
+        default=None,
+        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)"
+    )
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the model runs (default cpu; auto: CUDA when present)",
+    )
     args = p.parse_args(argv)
     for name in ("beam", "no_repeat_ngram", "limit", "threads"):
         if getattr(args, name) < (1 if name == "beam" else 0):
@@ -220,15 +274,25 @@ def main(argv: list[str] | None = None) -> int:
     bar = tqdm(total=len(items), unit="input", file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
     with on_device(args.device):
-        results = generate_all(model, [r for _, r, _ in items], args.constraints, args.beam, plan, progress=lambda i, n: bar.update(1),
-                               no_repeat_ngram=args.no_repeat_ngram, rules=args.value_rules)
+        results = generate_all(
+            model,
+            [r for _, r, _ in items],
+            args.constraints,
+            args.beam,
+            plan,
+            progress=lambda i, n: bar.update(1),
+            no_repeat_ngram=args.no_repeat_ngram,
+            rules=args.value_rules,
+        )
     bar.close()
     dt = time.perf_counter() - t0
     write_outputs(model.dataset, [k for k, _, _ in items], results, args.output)
     n_fb = sum(r.fallback_used for r in results)
     checked = f"; flagged by the checker: {print_checks(model.dataset, items, results)}" if args.check else ""
-    print(f"{len(results)} inputs in {dt:.1f} s ({len(results) / dt:.2f} examples/s, beam {args.beam}); "
-          f"fallbacks: {n_fb}; inputs with warnings: {n_warned}{checked}; wrote {args.output}")
+    print(
+        f"{len(results)} inputs in {dt:.1f} s ({len(results) / dt:.2f} examples/s, beam {args.beam}); "
+        f"fallbacks: {n_fb}; inputs with warnings: {n_warned}{checked}; wrote {args.output}"
+    )
     if n_warned:
         print(f"{n_warned} of {len(results)} inputs had warnings (see above)", file=sys.stderr)
     return 0

@@ -85,6 +85,17 @@ def build(examples: list[Example], threshold: float = THRESHOLD) -> Lexicon:
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
 
 
+def default_rules(checkpoint_dir: Path | str | None) -> str | None:
+    """The decoding value rules chosen for this checkpoint on the tuning half of dev (the
+    ``value_rules`` field of ``lexicon.json``, written by ``--value-rules``), if any."""
+    path = Path(checkpoint_dir or ".") / FILE
+    try:
+        name = json.loads(path.read_text(encoding="utf-8")).get("value_rules")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def load(checkpoint_dir: Path | str | None) -> Lexicon:
     """The lexicon stored beside a checkpoint (empty when there is none or it is unreadable)."""
     path = Path(checkpoint_dir or ".") / FILE
@@ -109,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--threshold", type=float, default=THRESHOLD)
+    p.add_argument(
+        "--value-rules",
+        default=None,
+        help="decoding value rules to use by default with this checkpoint "
+        "(segviz.decode.VALUE_RULES), chosen on the tuning half of dev",
+    )
     args = p.parse_args(argv)
     try:
         config = json.loads((args.checkpoint / "config.json").read_text(encoding="utf-8"))
@@ -118,9 +135,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     words = build(examples, args.threshold)
-    out = {"dataset": dataset, "threshold": args.threshold, "min_rate": MIN_RATE, "train_references": len(examples),
-           "words": {w: sorted(fs) for w, fs in words.items()}}
-    lines = ",\n".join(f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(fs, ensure_ascii=False)}" for w, fs in out.pop("words").items())
+    out = {
+        "dataset": dataset,
+        "threshold": args.threshold,
+        "min_rate": MIN_RATE,
+        "train_references": len(examples),
+        **({"value_rules": args.value_rules} if args.value_rules else {}),
+        "words": {w: sorted(fs) for w, fs in words.items()},
+    }
+    lines = ",\n".join(
+        f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(fs, ensure_ascii=False)}"
+        for w, fs in out.pop("words").items()
+    )
     head = json.dumps(out, ensure_ascii=False)[:-1]  # one line per word keeps diffs readable
     (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}}}\n', encoding="utf-8")
     print(

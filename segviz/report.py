@@ -34,8 +34,17 @@ def dev_source(dataset: str, data_dir: Path) -> Path:
     return data_dir / "e2e" / "dev.csv" if dataset == "e2e" else data_dir / "webnlg" / "dev"
 
 
-def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_dir: Path, meteor: bool = True,
-           no_repeat_ngram: int = NO_REPEAT_NGRAM, device: str = "cpu", value_rules: str = DEFAULT_VALUE_RULES) -> dict:
+def report(
+    checkpoint: Path,
+    levels: list[str],
+    beam: int,
+    data_dir: Path,
+    out_dir: Path,
+    meteor: bool = True,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    device: str = "cpu",
+    value_rules: str | None = None,
+) -> dict:
     c = ckpt.load(checkpoint, device)
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
@@ -43,19 +52,37 @@ def report(checkpoint: Path, levels: list[str], beam: int, data_dir: Path, out_d
     is_seg = isinstance(c.model, SegmentModel)
     for level in levels if is_seg else ["pg"]:
         t0 = time.perf_counter()
-        results = generate_all(c, [r for _, r in items], level if is_seg else "none", beam, no_repeat_ngram=no_repeat_ngram,
-                               rules=value_rules)
+        results = generate_all(
+            c,
+            [r for _, r in items],
+            level if is_seg else "none",
+            beam,
+            no_repeat_ngram=no_repeat_ngram,
+            rules=value_rules,
+        )
         seconds = time.perf_counter() - t0
         out = out_dir / f"{c.name}-{level}.{'tsv' if c.dataset == 'e2e' else 'txt'}"
         write_outputs(c.dataset, [k for k, _ in items], results, out)
         scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
         scores.update(
-            beam=beam, no_repeat_ngram=no_repeat_ngram, value_rules=value_rules, generation_seconds=seconds, inputs=len(items), fallbacks=sum(r.fallback_used for r in results),
-            outputs=str(out), split="dev",
+            beam=beam,
+            no_repeat_ngram=no_repeat_ngram,
+            value_rules=value_rules or c.default_rules or DEFAULT_VALUE_RULES,
+            generation_seconds=seconds,
+            inputs=len(items),
+            fallbacks=sum(r.fallback_used for r in results),
+            outputs=str(out),
+            split="dev",
         )
         metrics[level] = scores
-        print(f"{c.name} [{level}] " + " ".join(f"{k}={scores[k]:.4f}" if isinstance(scores[k], float) else f"{k}={scores[k]}" for k in KEYS)
-              + f" | {len(items)} inputs in {seconds:.0f} s, fallbacks {scores['fallbacks']}", flush=True)
+        print(
+            f"{c.name} [{level}] "
+            + " ".join(
+                f"{k}={scores[k]:.4f}" if isinstance(scores[k], float) else f"{k}={scores[k]}" for k in KEYS
+            )
+            + f" | {len(items)} inputs in {seconds:.0f} s, fallbacks {scores['fallbacks']}",
+            flush=True,
+        )
         ckpt.write_metrics(checkpoint, metrics)
     return metrics
 
@@ -92,19 +119,41 @@ def markdown_table(root: Path, dataset: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m segviz.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m segviz.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--checkpoint", type=Path, help="checkpoint to generate with and evaluate")
-    p.add_argument("--table", choices=("e2e", "webnlg"), help="only print the markdown table of checkpoints/*/metrics.json")
+    p.add_argument(
+        "--table",
+        choices=("e2e", "webnlg"),
+        help="only print the markdown table of checkpoints/*/metrics.json",
+    )
     p.add_argument("--constraints", nargs="+", choices=CONSTRAINTS, default=list(CONSTRAINTS))
     p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--no-repeat-ngram", type=int, default=NO_REPEAT_NGRAM, help="forbid any word n-gram twice in an output (0: off)")
+    p.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=NO_REPEAT_NGRAM,
+        help="forbid any word n-gram twice in an output (0: off)",
+    )
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
-    p.add_argument("--value-rules", choices=VALUE_RULES, default=DEFAULT_VALUE_RULES,
-                   help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)")
+    p.add_argument(
+        "--value-rules",
+        choices=VALUE_RULES,
+        default=None,
+        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+    )
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the model runs (default cpu; auto: CUDA when present)")
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the model runs (default cpu; auto: CUDA when present)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
@@ -116,8 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--checkpoint is required")
     try:
         with on_device(args.device):
-            report(args.checkpoint, args.constraints, args.beam, args.data_dir or default_data_dir(), args.out_dir, not args.no_meteor,
-                   args.no_repeat_ngram, args.device, args.value_rules)
+            report(
+                args.checkpoint,
+                args.constraints,
+                args.beam,
+                args.data_dir or default_data_dir(),
+                args.out_dir,
+                not args.no_meteor,
+                args.no_repeat_ngram,
+                args.device,
+                args.value_rules,
+            )
     except (ckpt.CheckpointError, EvaluationError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -104,7 +104,7 @@ class Systems:
     seg: ckpt.Checkpoint
     pg: ckpt.Checkpoint | None
     beam: int = 5
-    rules: str = DEFAULT_VALUE_RULES  # decoding value rules, one of segviz.decode.VALUE_RULES
+    rules: str | None = None  # decoding value rules (segviz.decode.VALUE_RULES); None: each checkpoint's own
 
     @property
     def names(self) -> list[str]:
@@ -112,10 +112,18 @@ class Systems:
 
     def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
         if system == "pg":
-            return generate_pg(self.pg.model, self.pg.vocab, records, self.beam, rules=self.pg.rules(self.rules))
+            return generate_pg(
+                self.pg.model, self.pg.vocab, records, self.beam, rules=self.pg.rules(self.rules)
+            )
         level = "rm" if plan else system
         return generate_seg(
-            self.seg.model, self.seg.vocab, records, level, self.beam, plan=plan, rules=self.seg.rules(self.rules)
+            self.seg.model,
+            self.seg.vocab,
+            records,
+            level,
+            self.beam,
+            plan=plan,
+            rules=self.seg.rules(self.rules),
         )
 
 
@@ -377,7 +385,7 @@ def run(
     return results
 
 
-def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str = DEFAULT_VALUE_RULES) -> Systems:
+def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str | None = None) -> Systems:
     """The checkpoints, checked to be a segment model and (optionally) a PG of the same dataset."""
     seg = ckpt.load(seg_dir)
     if not isinstance(seg.model, SegmentModel):
@@ -409,8 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--value-rules",
         choices=VALUE_RULES,
-        default=DEFAULT_VALUE_RULES,
-        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules)",
+        default=None,
+        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -444,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             "pg": str(args.pg) if args.pg else None,
             "beam": args.beam,
             "seed": args.seed,
+            "value_rules": args.value_rules or systems.seg.default_rules or DEFAULT_VALUE_RULES,
             "inputs": len(items),
             "seconds": seconds,
         }
