@@ -145,9 +145,10 @@ def _banned(n_ext: int) -> torch.Tensor:
 @dataclass(frozen=True)
 class ValueRules:
     """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
-    (:mod:`segviz.lexicon`) and do nothing without one; ``names`` completes a proper name (a
-    capitalised value of 2+ tokens, or WebNLG subject) once its first token is out, inside its
-    record's segment. ``rules=None`` is the paper's decoding."""
+    (:mod:`segviz.lexicon`) and do nothing without one; ``names`` acts on unseen proper names (a
+    capitalised value or WebNLG subject with a word outside the vocabulary): once its first
+    content word is out it is copied whole, and its record's segment ends only after the value
+    has been said. ``rules=None`` is the paper's decoding."""
 
     lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
     absent: bool = True  # no lexicon word that the input does not hold, anywhere
@@ -223,10 +224,10 @@ def _own_mask(
 def _phrases(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, values_only: bool = False
 ) -> dict[int, list[tuple]]:
-    """Record id (1..K) -> extended-id sequences of its proper names (``rules.names``): its
-    capitalised value and WebNLG subject, from their first content word ("The Quiet Walrus" ->
-    quiet walrus: "the" begins too much). Names of 2+ tokens only, or with ``values_only`` (the
-    names a segment must say) the value alone, of any length."""
+    """Record id (1..K) -> extended-id sequences of its unseen proper names (``rules.names``): its
+    capitalised value and WebNLG subject when a word of it is out of the vocabulary, from their
+    first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much). Names of 2+
+    tokens only, or with ``values_only`` (the names a segment must say) the value alone."""
     if not rules or not rules.names:
         return {}
     out: dict[int, list[tuple]] = {}
@@ -234,7 +235,8 @@ def _phrases(
         for text in (r.value,) if values_only else (r.value, r.subject or ""):
             toks = tokenize(text.replace("_", " ").strip().strip('"'))
             toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
-            if len(toks) >= (1 if values_only else 2) and any(ch.isupper() for ch in text):
+            unseen = any(t not in vocab.stoi for t in toks)  # a name the model cannot say from its vocabulary
+            if unseen and len(toks) >= (1 if values_only else 2) and any(ch.isupper() for ch in text):
                 ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
                 out.setdefault(k, []).append(ids)
     return out
