@@ -107,18 +107,28 @@ def test_names_are_copied_whole(tiny_e2e):
     assert seen >= 2
 
 
-def test_auto_applies_the_own_rule_only_under_a_forced_plan():
+def test_auto_applies_the_lexicon_rules_only_under_a_forced_plan():
     from segviz.decode import value_rules
 
     recs = parse_e2e_mr("name[The Eagle], food[French]")
     vocab = Vocab(["eagle", "french"])
     lex = {"eagle": frozenset({"tok:eagle"}), "french": frozenset({"tok:french"})}
     auto = value_rules("auto", lex)
-    assert auto.absent and auto.names and auto.own is None
+    assert auto.absent is None and auto.names and auto.own is None
     assert _own_mask(vocab, [], recs, auto) is None
+    assert _absent_ids(vocab, [], parse_e2e_mr("name[Zizzi]"), auto) == []
+    assert _absent_ids(vocab, [], parse_e2e_mr("name[Zizzi]"), auto, planned=True) and sorted(
+        _absent_ids(vocab, [], parse_e2e_mr("name[Zizzi]"), auto, planned=True)
+    ) == sorted([vocab.stoi["eagle"], vocab.stoi["french"]])
     mask = _own_mask(vocab, [], recs, auto, planned=True)
     assert mask[0, vocab.stoi["eagle"]] and mask[0, vocab.stoi["french"]] and mask[2, vocab.stoi["eagle"]]
     assert value_rules("none", lex) is None and value_rules("all", lex).own is True
     assert not value_rules("names", lex).absent and value_rules("absent", lex).own is False
     with pytest.raises(ValueError, match="value rules"):
         value_rules("most", lex)
+
+
+def test_a_checkpoint_carries_its_chosen_rules(tmp_path):
+    assert lexicon.default_rules(tmp_path) is None
+    (tmp_path / lexicon.FILE).write_text('{"value_rules": "names", "words": {}}', encoding="utf-8")
+    assert lexicon.default_rules(tmp_path) == "names"
