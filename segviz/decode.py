@@ -225,12 +225,18 @@ def _own_mask(
 
 
 def _phrases(
-    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, values_only: bool = False
+    vocab: Vocab,
+    oov: list[str],
+    records: list[Record],
+    rules: ValueRules | None,
+    values_only: bool = False,
+    seen_too: bool = False,
 ) -> dict[int, list[tuple]]:
     """Record id (1..K) -> extended-id sequences of its unseen proper names (``rules.names``): its
     capitalised value and WebNLG subject when a word of it is out of the vocabulary, from their
     first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much). Names of 2+
-    tokens only, or with ``values_only`` (the names a segment must say) the value alone."""
+    tokens only, or with ``values_only`` (the names a segment must say) the value alone.
+    ``seen_too`` (under a forced plan, where every segment must say its own record): every name."""
     if not rules or not rules.names:
         return {}
     out: dict[int, list[tuple]] = {}
@@ -239,7 +245,11 @@ def _phrases(
             toks = tokenize(text.replace("_", " ").strip().strip('"'))
             toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
             unseen = any(t not in vocab.stoi for t in toks)  # a name the model cannot say from its vocabulary
-            if unseen and len(toks) >= (1 if values_only else 2) and any(ch.isupper() for ch in text):
+            if (
+                (unseen or seen_too)
+                and len(toks) >= (1 if values_only else 2)
+                and any(ch.isupper() for ch in text)
+            ):
                 ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
                 out.setdefault(k, []).append(ids)
     return out
@@ -334,8 +344,10 @@ class SegmentDecoder:
         ban[EOSEG_ID] = False  # "$" is an action here
         ban[_absent_ids(self.vocab, enc_ex.oov, records, rules, bool(plan))] = True
         own_mask = _own_mask(self.vocab, enc_ex.oov, records, rules, bool(plan))
-        phrases = _phrases(self.vocab, enc_ex.oov, records, rules)
-        must = _phrases(self.vocab, enc_ex.oov, records, rules, values_only=True)
+        phrases = _phrases(
+            self.vocab, enc_ex.oov, records, rules, seen_too=bool(plan)
+        )  # under a plan: every name
+        must = _phrases(self.vocab, enc_ex.oov, records, rules, values_only=True, seen_too=bool(plan))
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
         func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
