@@ -263,6 +263,11 @@ def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
     return next((p[1:] for p in phrases if p[0] == v), ())
 
 
+def _just_said(tokens: list[int], phrases: list[tuple]) -> list[int]:
+    """The words of a name that ``tokens`` end with (not to be repeated right away)."""
+    return [t for p in phrases if len(tokens) >= len(p) and tuple(tokens[-len(p) :]) == p for t in p]
+
+
 def _force(row: torch.Tensor, raw: torch.Tensor, owed: tuple) -> None:
     """Leave only the next owed token in ``row`` (with its unmasked score)."""
     keep = raw[owed[0]].clone()
@@ -409,6 +414,8 @@ class SegmentDecoder:
                         row[rep] = -math.inf
                     if h.owed:  # a proper name is being copied: only its next token
                         _force(row, raw[i], h.owed)
+                    else:  # a name just said whole: none of its words again at once ("Café café")
+                        row[_just_said(h.tokens, phrases.get(h.k, []))] = -math.inf
                     if sample is not None:
                         w = int(row.argmax())
                         cands.append((h.score + float(row[w]), m, "w", w))
@@ -737,6 +744,8 @@ def generate_pg(
                 logp[m, rep] = -math.inf
             if h[4]:  # a proper name is being copied: only its next token
                 _force(logp[m], raw[m], h[4])
+            else:
+                logp[m, _just_said(h[1], names)] = -math.inf
         total = logp + torch.tensor([h[0] for h in hyps]).unsqueeze(1)
         flat = total.view(-1)
         new = []
