@@ -180,6 +180,18 @@ def test_upload_errors_store_nothing(store: Store, inputs: list[Input], text: st
     assert store.campaigns() == []
 
 
+def test_upload_errors_name_the_line_of_the_file(inputs: list[Input]) -> None:
+    """Lines are counted as in the file (header and blank lines too), like the inspector's."""
+    a = inputs[0].input_id
+    text = f"mr\toutput\n\n{a}\tfine\nname[Nowhere\tx\n"
+    with pytest.raises(AnnotationError, match=r"^line 4: cannot read the MR"):
+        parse_uploaded_outputs(text, "e2e", inputs)
+    with pytest.raises(AnnotationError, match=r"^line 3: the MR .* appears twice"):
+        parse_uploaded_outputs(f"{a}\tx\n\n{a}\ty\n", "e2e", inputs)
+    with pytest.raises(AnnotationError, match=r"^line 2 has 3 columns"):
+        parse_uploaded_outputs(f"mr\toutput\n{a}\tx\ty\n", "e2e", inputs)
+
+
 def test_upload_other_errors(inputs: list[Input]) -> None:
     with pytest.raises(AnnotationError, match="not UTF-8"):
         parse_uploaded_outputs(b"\xff\xfe\x00bad", "e2e", inputs)

@@ -248,8 +248,11 @@ def parse_uploaded_outputs(data: str | bytes, dataset: str, inputs: Sequence[Inp
 
 
 def _parse_tsv(text: str, inputs: Sequence[Input]) -> list[Output]:
-    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t") if any(c.strip() for c in r)]
-    if rows and rows[0] and rows[0][0].strip().lower() in _HEADER_WORDS:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
+    # (line of the file, row): "line N" counts every line, header and blank ones too, as the
+    # Hallucination inspector's upload messages do
+    rows = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
+    if rows and rows[0][1] and rows[0][1][0].strip().lower() in _HEADER_WORDS:
         rows = rows[1:]
     if not rows:
         raise AnnotationError("the file has a header but no outputs")
@@ -257,20 +260,20 @@ def _parse_tsv(text: str, inputs: Sequence[Input]) -> list[Output]:
     outputs: list[Output] = []
     unknown: list[str] = []
     seen: set[str] = set()
-    for n, row in enumerate(rows, start=1):
+    for n, row in rows:
         if len(row) != 2:
-            raise AnnotationError(f"row {n} has {len(row)} columns; expected 2: MR<TAB>output")
+            raise AnnotationError(f"line {n} has {len(row)} columns; expected 2: MR<TAB>output")
         mr, out = row[0].strip(), row[1].strip()
         try:
             records = parse_e2e_mr(mr)
         except RecordError as exc:
-            raise AnnotationError(f"row {n}: cannot read the MR {mr[:60]!r}: {exc}") from None
+            raise AnnotationError(f"line {n}: cannot read the MR {mr[:60]!r}: {exc}") from None
         inp = by_key.get(_mr_key(records))
         if inp is None:
             unknown.append(format_e2e_mr(records))
             continue
         if inp.input_id in seen:
-            raise AnnotationError(f"row {n}: the MR {mr[:60]!r} appears twice")
+            raise AnnotationError(f"line {n}: the MR {mr[:60]!r} appears twice")
         seen.add(inp.input_id)
         outputs.append(Output(inp.input_id, out))
     if unknown:
