@@ -216,3 +216,15 @@ def test_bad_csv_stores_nothing(store: Store, fresh: Store) -> None:
     with pytest.raises(AnnotationError, match="no rows"):
         import_csv(fresh, header)
     assert fresh.campaigns() == []
+
+
+def test_import_errors_name_the_line_of_the_file(store: Store, fresh: Store) -> None:
+    _hand_campaign(store)
+    df = pd.read_csv(io.StringIO(export_csv(store, "hand")), keep_default_na=False, dtype=str)
+    df.loc[df.index[1], "human_flags"] = "{not json"
+    text = df.to_csv(index=False)
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if "{not json" in ln)  # quoted cells may span lines
+    assert line >= 3
+    with pytest.raises(AnnotationError, match=rf"^line {line}: column 'human_flags' is not valid JSON"):
+        import_csv(fresh, text)
+

@@ -236,8 +236,9 @@ def import_csv(store: Store, data: str | bytes | Path, name: str | None = None) 
         raise AnnotationError(f"not a segviz CSV export: missing column(s) {', '.join(missing)}")
     head: dict | None = None
     items: dict[str, dict] = {}
-    for n, row in enumerate(reader, start=2):
-        where = f"row {n}"
+    end = 1  # the header's line
+    for row in reader:
+        where, end = f"line {end + 1}", reader.line_num  # the line where the row starts (a cell may span lines)
         if None in row or any(v is None for v in row.values()):
             raise AnnotationError(f"{where}: wrong number of columns")
         if head is None:
