@@ -58,6 +58,39 @@ def system_label(name: str) -> str:
 # Saving: every widget saves its own field the moment it changes
 
 
+def _last() -> dict:
+    """The last value this session had for each judgement widget, by key: the value it was drawn
+    with, or the one its callback last took. Kept while the widget is off screen (another item
+    shown), unlike Streamlit's own widget state."""
+    return st.session_state.setdefault("ann_last", {})
+
+
+def _drawn(key: str, value):
+    """Remember the value widget ``key`` was just drawn with (see :func:`_changed`); returns it."""
+    _last()[key] = value
+    return value
+
+
+def _changed(key: str) -> bool:
+    """Whether widget ``key`` now holds a change made by the annotator, i.e. a value other than the
+    last one this session had for it (then that value becomes the last one).
+
+    A browser can send back the values of widgets that the latest finished run no longer drew
+    (the previous item's boxes, right after Back, Next or a reload, before the page has been
+    redrawn; easily on a loaded server). Streamlit has dropped their state by then, takes every
+    such value for a change and calls the widget's callback, for an item that is no longer on
+    screen. Those values are the ones the tab showed, so nobody changed anything: saving them
+    would create an annotation nobody made (the pre-ticked boxes, the empty comment) or overwrite
+    another tab's newer answers with old ones. A widget this session never drew cannot have been
+    clicked either.
+    """
+    last, value = _last(), st.session_state[key]
+    if key not in last or last[key] == value:
+        return False
+    last[key] = value
+    return True
+
+
 def _seen_key(item: dict) -> str:
     return f"ann_seen_{item['item_id']}"
 
@@ -99,26 +132,42 @@ def _save(store: Store, item: dict, annotator: str, **fields) -> None:
 
 
 def _on_fluency(store: Store, item: dict, annotator: str) -> None:
-    _save(store, item, annotator, fluency=st.session_state[f"ann_flu_{item['item_id']}"])
+    key = f"ann_flu_{item['item_id']}"
+    if _changed(key):
+        _save(store, item, annotator, fluency=st.session_state[key])
 
 
 def _on_flag(store: Store, item: dict, annotator: str, k: int, f: str) -> None:
     """One box: only this record's flag changes in the store."""
-    _save(store, item, annotator, flag=(k, f, bool(st.session_state[f"ann_flag_{item['item_id']}_{k}_{f}"])))
+    key = f"ann_flag_{item['item_id']}_{k}_{f}"
+    if _changed(key):
+        _save(store, item, annotator, flag=(k, f, bool(st.session_state[key])))
 
 
 def _on_extra(store: Store, item: dict, annotator: str) -> None:
-    _save(store, item, annotator, extra_wrong=int(st.session_state[f"ann_extra_{item['item_id']}"]))
+    key = f"ann_extra_{item['item_id']}"
+    if _changed(key):
+        _save(store, item, annotator, extra_wrong=int(st.session_state[key]))
 
 
 def _on_comment(store: Store, item: dict, annotator: str) -> None:
-    _save(store, item, annotator, comment=st.session_state[f"ann_comment_{item['item_id']}"])
+    key = f"ann_comment_{item['item_id']}"
+    if _changed(key):
+        _save(store, item, annotator, comment=st.session_state[key])
 
 
 def _on_alignment(store: Store, item: dict, annotator: str, key: str) -> None:
-    """One segment per edit: only the segments changed in the table change in the store."""
+    """One segment per edit: only the segments changed in the table change in the store. Rows
+    this session already took from this table are not taken again (see :func:`_changed`: a
+    table no longer drawn can come back with the edits already saved)."""
+    last = _last()
+    if key not in last:
+        return
+    rows = st.session_state[key].get("edited_rows", {})
+    new = {row: change for row, change in rows.items() if last[key].get(row) != change}
+    last[key] = {row: dict(change) for row, change in rows.items()}
     try:
-        edits = sv.alignment_edits(item, st.session_state[key].get("edited_rows", {}))
+        edits = sv.alignment_edits(item, new)
     except AnnotationError as exc:
         st.session_state["ann_error"] = str(exc)
         return
@@ -223,8 +272,9 @@ def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
     args = (store, item, annotator)
     saved = sv.widget_values(item)  # initial values; session state wins once a widget has one
     fluency = _initial(f"ann_flu_{iid}", saved[f"ann_flu_{iid}"])
-    st.radio("Fluency", [1, 2, 3, 4, 5], index=None if fluency is None else fluency - 1, horizontal=True,
-             key=f"ann_flu_{iid}", help=FLUENCY_HELP, on_change=_on_fluency, args=args)
+    _drawn(f"ann_flu_{iid}", st.radio("Fluency", [1, 2, 3, 4, 5], index=None if fluency is None else fluency - 1,
+                                      horizontal=True, key=f"ann_flu_{iid}", help=FLUENCY_HELP,
+                                      on_change=_on_fluency, args=args))
     st.markdown("**Facts per input record**")
     if item["prefill"] is not None:
         st.caption("Ticks start from the automatic checker: confirm or correct them.")
@@ -236,17 +286,20 @@ def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
         row[0].text(f"{k + 1}. {label}")
         for col, f in zip(row[1:], FLAG_NAMES, strict=True):
             key = f"ann_flag_{iid}_{k}_{f}"
-            col.checkbox(f, value=_initial(key, saved[key], False), key=key, label_visibility="collapsed",
-                         help=FLAG_HELP[f], on_change=_on_flag, args=(*args, k, f))
-    st.number_input("Wrong facts not about any input record (e.g. an invented price)", min_value=0, step=1,
-                    value=_initial(f"ann_extra_{iid}", saved[f"ann_extra_{iid}"], "min"), key=f"ann_extra_{iid}",
-                    on_change=_on_extra, args=args)
-    st.text_area("Comment (optional)", value=_initial(f"ann_comment_{iid}", saved[f"ann_comment_{iid}"], ""),
-                 key=f"ann_comment_{iid}", on_change=_on_comment, args=args)
+            _drawn(key, col.checkbox(f, value=_initial(key, saved[key], False), key=key, label_visibility="collapsed",
+                                     help=FLAG_HELP[f], on_change=_on_flag, args=(*args, k, f)))
+    _drawn(f"ann_extra_{iid}", st.number_input(
+        "Wrong facts not about any input record (e.g. an invented price)", min_value=0, step=1,
+        value=_initial(f"ann_extra_{iid}", saved[f"ann_extra_{iid}"], "min"), key=f"ann_extra_{iid}",
+        on_change=_on_extra, args=args))
+    _drawn(f"ann_comment_{iid}", st.text_area(
+        "Comment (optional)", value=_initial(f"ann_comment_{iid}", saved[f"ann_comment_{iid}"], ""),
+        key=f"ann_comment_{iid}", on_change=_on_comment, args=args))
     rows = sv.alignment_rows(item)
     if rows:
         with st.expander("Correct the alignment (optional)"):
             st.caption("Which record does each segment of the text express? '(none)' = no record.")
+            _last().setdefault(_align_key(item), {})  # no edit taken from this table yet
             st.data_editor(
                 pd.DataFrame(rows), key=_align_key(item), hide_index=True, num_rows="fixed",
                 width="stretch", on_change=_on_alignment, args=(*args, _align_key(item)),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import annotate_backends
 import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
 from segviz.annotate import Input, Output, Store, create_campaign
@@ -134,6 +135,52 @@ def test_annotate_navigate_and_resume(campaign: Store) -> None:
     bob = app("bob")
     assert progress_text(bob) == "0 of 3 done · item 1 of 3"
     assert campaign.annotation(shown_item(bob), "bob") is None
+
+
+def rerun_with_stale(at: AppTest, stale: WidgetStates) -> AppTest:
+    """Rerun as a browser does that still holds widgets the last run no longer drew: it sends
+    their values along with the current ones (AppTest itself sends only the current tree's)."""
+    current = at._tree.get_widget_states()
+    ids = {w.id for w in current.widgets}
+    states = WidgetStates()
+    states.widgets.extend([w for w in stale.widgets if w.id not in ids])
+    states.widgets.extend(current.widgets)
+    return at._run(states)
+
+
+def test_values_of_an_item_no_longer_shown_save_nothing(campaign: Store) -> None:
+    """Right after Next (or Back, or a reload) a browser on a loaded server can send back the
+    previous item's widget values, which Streamlit takes for changes (it has dropped their state)
+    and calls their callbacks: the item only looked at got an annotation (its pre-ticked boxes,
+    an empty comment) and was exported as annotated. What the tab showed is no change."""
+    at = app()
+    first = shown_item(at)
+    shown = at._tree.get_widget_states()  # the first item's boxes as drawn (record 3 pre-ticked)
+    at.button(key="ann_next").click().run()
+    second = shown_item(at)
+    assert second != first
+    rerun_with_stale(at, shown)
+    assert not at.exception and not at.error
+    assert campaign.annotations("h") == []  # nothing clicked, nothing saved
+    assert progress_text(at) == "0 of 3 done · item 2 of 3"
+
+    at.radio(key=f"ann_flu_{second}").set_value(3).run()  # a real change on the item shown
+    rated = at._tree.get_widget_states()
+    at.button(key="ann_back").click().run()
+    assert shown_item(at) == first
+    rerun_with_stale(at, rated)  # the second item's rating and boxes come back: saved once, not again
+    assert [(a["item_id"], a["version"]) for a in campaign.annotations("h")] == [(second, 1)]
+
+    # a box of an item no longer shown that *was* changed (clicked before the page was redrawn) is saved
+    box = at.checkbox(key=f"ann_flag_{first}_0_wrong")
+    at.button(key="ann_next").click().run()
+    clicked = WidgetStates()
+    clicked.CopyFrom(shown)
+    (state,) = [w for w in clicked.widgets if w.id == box.id]
+    state.bool_value = True
+    rerun_with_stale(at, clicked)
+    assert ticked(campaign.annotation(first, "alice")) == {(0, "wrong"), (2, "missing")}  # + the pre-tick shown
+    assert campaign.annotation(first, "alice")["version"] == 1
 
 
 def test_alignment_table_and_results(campaign: Store) -> None:

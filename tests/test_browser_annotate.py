@@ -174,6 +174,9 @@ def test_annotate_reload_export(server, tmp_path: Path) -> None:
     assert set(done) == {order[0], order[1]}
     assert (done[order[0]]["fluency"], done[order[1]]["fluency"]) == ("4", "2")
     assert done[order[0]]["human_wrong"] == "[0]" and len(rows) == 3
+    with Store(url) as store:  # one save per click: nothing saved again when an item is left or shown again
+        assert [(a["item_id"], a["version"]) for a in sorted(store.annotations("demo"), key=lambda a: a["item_id"])
+                if a["annotator"] == "alice"] == sorted([(order[0], 2), (order[1], 1)])
 
 
 def _wait_saved(url: str, item: int, annotator: str, version: int) -> dict:
