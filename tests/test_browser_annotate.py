@@ -120,6 +120,11 @@ def test_annotate_reload_export(server, tmp_path: Path) -> None:
             texts = []
 
             def shown_text() -> None:  # model text is escaped: shown literally, never parsed as HTML
+                # each call follows a move to another item: wait until its text replaced the last one
+                # (the progress bar is redrawn first; the old text can still be on screen)
+                page.wait_for_function("prev => { const e = document.querySelector('.segviz-text');"
+                                       " return e !== null && e.innerText !== prev; }",
+                                       arg=texts[-1] if texts else None, timeout=60_000)
                 texts.append(page.inner_text(".segviz-text"))
                 assert page.locator(".segviz-text i").count() == 0
 
