@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         pairs = pairs[: args.limit]
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    correct = total = 0
+    correct = total = warned = 0
+    from segviz.service import input_warnings
+
     try:
         for i, (mr, text) in enumerate(pairs, 1):
             try:
@@ -104,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             except RecordError as e:
                 print(f"error: row {i}: {e}", file=sys.stderr)
                 return 2
+            warnings = input_warnings(c.dataset, records, c)  # the same warnings as the app and generate
+            if warnings:
+                warned += 1
+                print(f"warning: {args.input}: row {i}: {'; '.join(warnings)}", file=sys.stderr)
             a = align_text(c.model, c.vocab, records, text)
             c_, t_ = content_word_accuracy(records, a)
             correct, total = correct + c_, total + t_
@@ -111,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.output:
             out.close()
+    if warned:
+        print(f"{warned} of {len(pairs)} inputs had warnings (see above)", file=sys.stderr)
     if args.report:
         print(f"{len(pairs)} texts: {correct}/{total} value words aligned to their own record "
               f"({100 * correct / max(total, 1):.1f}%)", file=sys.stderr)

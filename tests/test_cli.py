@@ -105,6 +105,18 @@ def test_align_writes_segments_that_cover_the_text(tmp_path, ckpts, capsys):
     assert align_main(["--checkpoint", str(ckpts / "e2e-pg"), "--input", str(tmp_path / "o.tsv")]) == 2
 
 
+def test_align_warns_like_generate(tmp_path, ckpts, capsys):
+    (tmp_path / "o.tsv").write_text("MR\toutput\nname[The Eagle], colour[blue]\tThe Eagle is blue.\n"
+                                    f"{MRS[4][0]}\t{MRS[4][1]}\n", encoding="utf-8")
+    rc = align_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "o.tsv"),
+                     "--output", str(tmp_path / "a.jsonl")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "Traceback" not in err
+    warned = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 1 and "row 1" in warned[0] and "colour" in warned[0]
+    assert "1 of 2 inputs had warnings" in err
+
+
 def test_bench_small_configuration_runs():
     res = bench.run(small=True, threads=1, reps=1)
     rows = res["scaling"]["decoding"]
