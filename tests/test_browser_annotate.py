@@ -157,6 +157,7 @@ def test_annotate_reload_export(server, tmp_path: Path) -> None:
             page.get_by_role("button", name="Back").click()
             _wait_text(page, "2 of 3 done · item 2 of 3")
             checked = page.locator(f".st-key-ann_flu_{order[1]} input[type=radio]:checked")
+            checked.wait_for(timeout=60_000)  # the progress text is redrawn before the item's widgets
             assert checked.count() == 1
             assert checked.locator("xpath=ancestor::label").inner_text().strip() == "2"  # the saved rating
             page.get_by_role("button", name="Next").click()
