@@ -214,9 +214,7 @@ def load(path: Path | str, device: str | torch.device | None = None) -> Checkpoi
     metrics = _read_json(path / "metrics.json", "metrics") if (path / "metrics.json").exists() else {}
     from segviz import lexicon
 
-    return Checkpoint(
-        model, vocab, config, history, metrics, path, lexicon.load(path), lexicon.default_rules(path)
-    )
+    return Checkpoint(model, vocab, config, history, metrics, path, *lexicon.read(path))
 
 
 # ----- resume state ---------------------------------------------------------------------------

@@ -85,28 +85,31 @@ def build(examples: list[Example], threshold: float = THRESHOLD) -> Lexicon:
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
 
 
-def default_rules(checkpoint_dir: Path | str | None) -> str | None:
-    """The decoding value rules chosen for this checkpoint on the tuning half of dev (the
-    ``value_rules`` field of ``lexicon.json``, written by ``--value-rules``), if any."""
+def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None]:
+    """The lexicon stored beside a checkpoint and the value rules chosen for it on the tuning half
+    (its ``value_rules`` field, written by ``--value-rules``); ``({}, None)`` when there is none
+    or it is unreadable. One read of the file for both."""
     path = Path(checkpoint_dir or ".") / FILE
+    if not path.exists():
+        return {}, None
     try:
-        name = json.loads(path.read_text(encoding="utf-8")).get("value_rules")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return name if isinstance(name, str) else None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        words = {str(w): frozenset(map(str, fs)) for w, fs in data["words"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
+        return {}, None
+    name = data.get("value_rules")
+    return words, name if isinstance(name, str) else None
 
 
 def load(checkpoint_dir: Path | str | None) -> Lexicon:
     """The lexicon stored beside a checkpoint (empty when there is none or it is unreadable)."""
-    path = Path(checkpoint_dir or ".") / FILE
-    if not path.exists():
-        return {}
-    try:
-        words = json.loads(path.read_text(encoding="utf-8"))["words"]
-        return {str(w): frozenset(map(str, fs)) for w, fs in words.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
-        return {}
+    return read(checkpoint_dir)[0]
+
+
+def default_rules(checkpoint_dir: Path | str | None) -> str | None:
+    """The decoding value rules chosen for this checkpoint on the tuning half, if any."""
+    return read(checkpoint_dir)[1]
 
 
 def main(argv: list[str] | None = None) -> int:
