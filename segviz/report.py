@@ -21,7 +21,7 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data import default_data_dir
-from segviz.decode import CONSTRAINTS, DEFAULT_VALUE_RULES, NO_REPEAT_NGRAM, VALUE_RULES
+from segviz.decode import CONSTRAINTS, DEFAULT_VALUE_RULES, NO_REPEAT_NGRAM, parse_value_rules
 from segviz.device import DEVICES, on_device
 from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
 from segviz.generate import generate_all, read_inputs, write_outputs
@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-meteor", action="store_true")
     p.add_argument(
         "--value-rules",
-        choices=VALUE_RULES,
+        type=parse_value_rules,
         default=None,
-        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
     )
     p.add_argument("--threads", type=int, default=0)
     p.add_argument(

@@ -42,10 +42,10 @@ from segviz.data_webnlg import read_webnlg
 from segviz.decode import (
     CONSTRAINT_LABELS,
     DEFAULT_VALUE_RULES,
-    VALUE_RULES,
     GenerationResult,
     generate_pg,
     generate_seg,
+    parse_value_rules,
 )
 from segviz.evaluate import read_e2e_refs
 from segviz.metrics import bleu
@@ -416,9 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--value-rules",
-        choices=VALUE_RULES,
+        type=parse_value_rules,
         default=None,
-        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
