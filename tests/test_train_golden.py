@@ -47,7 +47,7 @@ def _close(a, b) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and a != a:
         return b != b
     return a == pytest.approx(b, rel=1e-5, abs=1e-7)
@@ -60,7 +60,7 @@ def test_fit_gives_the_recorded_losses_and_weights(tmp_path: Path, model: str) -
     want = json.loads(GOLDEN.read_text(encoding="utf-8"))[model]
     assert [e["epoch"] for e in got["history"]] == [1, 2, 3]
     assert [len(e["val_curve"]) for e in got["history"]] == [1, 1, 1]  # 3 steps per epoch, every 2nd validated
-    for g, w in zip(got["history"], want["history"]):
+    for g, w in zip(got["history"], want["history"], strict=True):
         assert _close(g, w), (g, w)
     assert _close(got["weights"], want["weights"])
 
