@@ -8,7 +8,9 @@ Layout::
     DIR/history.json        one entry per epoch (loss, validation loss, E[#seg] vs K, time); the
                             first epoch of each stretch of training also holds "command":
                             {"line": the command, shell-quoted, "started": UTC time,
-                             "epochs": [first, last]} (see :func:`commands`)
+                             "epochs": [first, last]} (see :func:`commands`); the shipped
+                            checkpoints' were added afterwards from scripts/train_all.sh
+                            ("started": null, and a "source" that says so)
     DIR/metrics.json        dev-set scores, written by the evaluation (optional)
     DIR/last/               resume state: weights + optimizer of the last finished epoch
 
