@@ -30,11 +30,7 @@ __all__ = [
     "item_dict",
     "annotation_dict",
     "utcnow",
-    "validate_fluency",
-    "validate_extra_wrong",
-    "item_values",
-    "annotation_values",
-]
+]  # also for the store: validate_fluency, validate_extra_wrong, item_values, annotation_values
 
 FLAG_NAMES = ("wrong", "repeated", "missing")  # per-record judgements, paper Tables 2 and 3
 _ANNOTATOR = re.compile(r"[A-Za-z0-9\-_.@]{1,64}")

@@ -49,6 +49,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
+from segviz.annotate import schema
 from segviz.annotate.schema import (
     FLAG_NAMES,
     UNSET,
@@ -71,27 +72,7 @@ from segviz.annotate.schema import (
     validate_fluency,
 )
 
-__all__ = [
-    "AnnotationError",
-    "StoreBusyError",
-    "Store",
-    "Base",
-    "Campaign",
-    "Item",
-    "Annotation",
-    "FLAG_NAMES",
-    "UNSET",
-    "default_url",
-    "user_data_dir",
-    "display_url",
-    "validate_annotator",
-    "normalize_flags",
-    "normalize_segments",
-    "campaign_dict",
-    "item_dict",
-    "annotation_dict",
-    "utcnow",
-]
+__all__ = ["Store", "default_url", "user_data_dir", "display_url", *schema.__all__]  # schema: re-exported
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
