@@ -43,7 +43,7 @@ import torch
 from segviz import dp
 from segviz.data import BOS_ID, EOS_ID, EOSEG_ID, PAD_ID, UNK_ID, Vocab, collate, encode
 from segviz.model import PGModel, SegmentModel
-from segviz.records import Record, detokenize, tokenize
+from segviz.records import FUNCTION_WORDS, Record, detokenize, is_function_word, tokenize  # noqa: F401
 from segviz.result import GenerationResult  # noqa: F401  (re-exported; torch-free)
 
 log = logging.getLogger(__name__)
@@ -55,23 +55,6 @@ CONSTRAINT_LABELS = {"none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
 
 def _records_info(records: list[Record]):
     return [(k + 1, r.label, r.tokens) for k, r in enumerate(records)]
-
-
-# Closed-class English words: a segment of these alone does not realise a record.
-FUNCTION_WORDS = frozenset(
-    "a an the this that these those it its it's they their there here he she his her "
-    "is are was were be been being am has have had having do does did will would can could "
-    "and or but nor so yet also as than then too very which who whom whose where when what "
-    "of in on at to for with by from into onto near off out up down over under about "
-    "within without between among through during before after around against along "
-    "`` '' 's".split()
-)
-
-
-def is_function_word(word: str) -> bool:
-    """True for punctuation, specials and :data:`FUNCTION_WORDS` (case-insensitive)."""
-    w = word.lower()
-    return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))
 
 
 _VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
@@ -160,7 +143,7 @@ class ValueRules:
         True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
-    paraphrases: bool = False  # with r / rm: a lexicon word of a record's attribute or value mentions it
+    paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
@@ -183,8 +166,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     and own rules when a plan is forced (where each segment must say its own record: the Plan
     editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
     function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
-    verbatim value is) once a lexicon word of its attribute or value is said ("moderately priced"
-    for ``priceRange[moderate]``) under r / rm. Chosen on the tuning half of dev
+    verbatim value is) once a lexicon word of its value is said ("moderately priced" for
+    ``priceRange[moderate]``, :func:`_said_ids`) under r / rm. Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
@@ -238,14 +221,18 @@ NEGATIONS = frozenset("not no non n't nor never without".split())  # never a par
 def _said_ids(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
 ) -> dict[int, frozenset[int]]:
-    """Record id (1..K) -> ids of lexicon words that state its attribute or its value
-    (``rules.paraphrases``): "priced" for ``priceRange``, "families" for ``familyFriendly[yes]``;
-    negations, and words of another record's value, never."""
+    """Record id (1..K) -> ids of lexicon words that state its value (``rules.paraphrases``):
+    words of its ``value:`` or ``tok:`` features ("moderately" for ``priceRange[moderate]``,
+    "families" for ``familyFriendly[yes]``), and for a yes / no value any word of its attribute
+    ("friendly"); negations, and words of another record's value, never. Words of an attribute
+    alone ("serving", "rating") do not state a value and do not count."""
     if not rules or not rules.paraphrases or not rules.lexicon:
         return {}
+    from segviz.lexicon import features
+
     out = {}
     for k, r in enumerate(records, 1):
-        mine = {f"attr:{r.attribute}", f"value:{r.attribute}={r.value.lower()}"}
+        mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
         others = {t.lower() for j, q in enumerate(records, 1) if j != k for t in q.tokens}
         words = {w for w, fs in rules.lexicon.items() if fs & mine} - NEGATIONS - others
         out[k] = frozenset(_ids(vocab, oov, words))

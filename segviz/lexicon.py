@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from segviz.data import DataError, Example, default_data_dir, load_split
-from segviz.records import Record, tokenize
+from segviz.records import Record, is_function_word, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,6 @@ Lexicon = dict[str, frozenset[str]]  # word -> features it states
 
 
 def _is_content(word: str) -> bool:
-    from segviz.decode import is_function_word  # decode imports this module
-
     return not is_function_word(word)
 
 

@@ -212,3 +212,20 @@ def _restore_case(tokens: list[str], records: list[Record]) -> list[str]:
 
 def _capitalise(text: str) -> str:
     return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+
+
+# Closed-class English words: a segment of these alone does not realise a record.
+FUNCTION_WORDS = frozenset(
+    "a an the this that these those it its it's they their there here he she his her "
+    "is are was were be been being am has have had having do does did will would can could "
+    "and or but nor so yet also as than then too very which who whom whose where when what "
+    "of in on at to for with by from into onto near off out up down over under about "
+    "within without between among through during before after around against along "
+    "`` '' 's".split()
+)
+
+
+def is_function_word(word: str) -> bool:
+    """True for punctuation, specials and :data:`FUNCTION_WORDS` (case-insensitive)."""
+    w = word.lower()
+    return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))

@@ -108,7 +108,7 @@ def _short(label: str, n: int = 28) -> str:
 
 # per-segment verdicts (segviz.faithfulness.segment_verdicts): icon + word, never colour alone
 VERDICT_ICONS = {"faithful": "✓ faithful", "unrealised": "– unrealised", "other record": "✗ other record",
-                 "absent value": "+ absent value"}  # fmt: skip
+                 "absent value": "+ absent value", "filler": "· filler"}  # fmt: skip
 
 
 def _hover(k: int | None, names: dict, v) -> str:

@@ -40,13 +40,14 @@ def test_value_rules_rejects_unknown_names(bad):
 
 
 def test_said_ids_skip_negations_and_other_values():
-    vocab = Vocab(["priced", "not", "cheap", "family", "friendly"])
+    vocab = Vocab(["priced", "serving", "not", "cheap", "family", "friendly"])
     records = parse_e2e_mr("name[Cheap Eats], priceRange[moderate], familyFriendly[no]")
     lex = {
-        "priced": frozenset({"attr:priceRange"}),
-        "cheap": frozenset({"attr:priceRange"}),  # a word of the name: never a paraphrase of priceRange
+        "priced": frozenset({"attr:priceRange", "value:priceRange=moderate"}),
+        "serving": frozenset({"attr:priceRange"}),  # an attribute's word alone says no value
+        "cheap": frozenset({"value:priceRange=moderate"}),  # a word of the name: never a paraphrase
         "not": frozenset({"attr:familyFriendly", "value:familyFriendly=no"}),  # a negation: never
-        "friendly": frozenset({"attr:familyFriendly"}),
+        "friendly": frozenset({"attr:familyFriendly"}),  # a yes / no value: its attribute's words
     }
     rules = value_rules("none+paraphrases", lex)
     said = decode._said_ids(vocab, [], records, rules)

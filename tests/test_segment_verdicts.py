@@ -45,6 +45,18 @@ def test_segment_of_only_function_words_is_unrealised():
     assert t["unrealised"] == 1 and abs(t["faithful_share"] - 2 / 3) < 1e-9
 
 
+def test_function_word_segment_of_a_record_said_elsewhere_is_a_filler():
+    """What the ``fillers`` switch lets the decoder write: a second segment of a record that has
+    already said something. It claims nothing; the totals count it apart from record segments.
+    A record's only segment of function words stays unrealised."""
+    vs = _verdicts("e2e", E2E, [("The Eagle is a", 1), ("pub", 2), ("and it is", 1), ("cheap", 3), (".", 2)])
+    assert [v.verdict for v in vs] == ["faithful", "faithful", "filler", "faithful", "filler"]
+    t = segment_totals(vs)
+    assert (t["record_segments"], t["filler"], t["faithful"], t["faithful_share"]) == (3, 2, 3, 1.0)
+    vs = _verdicts("e2e", E2E, [("The Eagle", 1), ("is a", 2), ("and", 2), ("cheap", 3)])
+    assert [v.verdict for v in vs] == ["faithful", "unrealised", "unrealised", "faithful"]
+
+
 def test_null_segment_stating_a_value_is_counted():
     vs = _verdicts("e2e", E2E, [("The Eagle", 1), ("is a cheap", None), ("pub", 2)])
     assert vs[1].verdict == "other record" and vs[1].others == (3,)

@@ -10,8 +10,10 @@ then belongs to the segment that holds most of its characters.
 
 Verdicts, first match wins: ``absent value`` (states a value not in the input), ``other
 record`` (states another record's value; for WebNLG naming the segment's own subject or object
-never counts), ``unrealised`` (a record segment that does not state its value, e.g. only
-function words), ``faithful``.
+never counts), ``filler`` (only function words and punctuation, in a record that has another
+segment with a content word: what the ``fillers`` decoding switch allows, docs/design.md §6; it
+claims nothing and, like a null segment, is not a record segment in the totals), ``unrealised``
+(a record segment that does not state its value, e.g. only function words), ``faithful``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from dataclasses import dataclass
 from segviz.faithfulness.common import ValueMention, normalise
 from segviz.faithfulness.e2e import value_mentions_e2e
 from segviz.faithfulness.webnlg import own_entities_webnlg, value_mentions_webnlg
-from segviz.records import Record, detokenize
+from segviz.records import Record, detokenize, is_function_word
 
-SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value")
+SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value", "filler")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class SegmentVerdict:
     own: bool  # the record's value is stated in the segment (False for null segments)
     others: tuple[int, ...]  # other input records (1..K) whose value the segment states
     absent: tuple[str, ...]  # stated values that are not in the input
+    filler: bool = False  # function words only, and the record has a segment with a content word
 
     @property
     def verdict(self) -> str:
@@ -45,6 +48,8 @@ class SegmentVerdict:
             return "absent value"
         if self.others:
             return "other record"
+        if self.filler:
+            return "filler"
         if self.record is not None and not self.own:
             return "unrealised"
         return "faithful"
@@ -86,8 +91,10 @@ def segment_verdicts(
     held: list[list[ValueMention]] = [[] for _ in segments]
     for m in _mentions(dataset, records, norm) if segments else []:
         held[_owner(m, spans)].append(m)
+    empty = [all(map(is_function_word, tokens[s:e])) for s, e, _ in segments]
+    said = {k for (_, _, k), x in zip(segments, empty, strict=True) if k and not x}  # records with content
     out = []
-    for (s, e, k), text, ms in zip(segments, texts, held, strict=True):
+    for (s, e, k), text, ms, x in zip(segments, texts, held, empty, strict=True):
         own_entities = _own_entities(dataset, records[k - 1] if k else None)
         stated = {m.record + 1 for m in ms if m.record is not None}
         others = sorted(
@@ -96,17 +103,19 @@ def segment_verdicts(
             if j != k and not any(m.record == j - 1 and m.entity in own_entities for m in ms)
         )
         absent = tuple(norm[m.start : m.end] for m in ms if m.record is None)
-        out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent))
+        out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent, bool(k) and x and k in said))
     return out
 
 
 def segment_totals(verdicts: Iterable[SegmentVerdict]) -> dict:
-    """Counts over segments: record / null segments, each verdict among record segments, null
-    segments that state a value, and ``faithful_share`` = faithful record segments / record
+    """Counts over segments: record / null / filler segments, each verdict among record segments,
+    null segments that state a value, and ``faithful_share`` = faithful record segments / record
     segments (1.0 when there are none)."""
     t = {"record_segments": 0, "null_segments": 0, "null_with_value": 0, **{v: 0 for v in SEGMENT_VERDICTS}}
     for v in verdicts:
-        if v.record is None:
+        if v.verdict == "filler":
+            t["filler"] += 1
+        elif v.record is None:
             t["null_segments"] += 1
             t["null_with_value"] += not v.faithful
         else:
