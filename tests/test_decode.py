@@ -62,12 +62,17 @@ def _check_segments(r):
         assert r.segments[0][0] == 0 and r.segments[-1][1] == len(r.tokens)
 
 
+def _decoded(model, vocab, records, level: str, max_len: int):
+    """``generate_seg`` at beam 3, its segments checked to tile the text; and its real records."""
+    r = generate_seg(model, vocab, records, level, beam=3, max_len=max_len)
+    _check_segments(r)
+    return r, [k for k in r.segment_records() if k is not None]
+
+
 @FAST
 @given(records=records_st)
 def test_r_never_realises_a_record_twice(trained, vocab, records):
-    r = generate_seg(trained["seg"], vocab, records, "r", beam=3, max_len=30)
-    _check_segments(r)
-    recs = [k for k in r.segment_records() if k is not None]
+    r, recs = _decoded(trained["seg"], vocab, records, "r", 30)
     assert len(recs) == len(set(recs)), r.segments
     for s, _, k in r.segments:  # a record whose value was already said gets no segment of its own
         if k is not None:
@@ -77,9 +82,7 @@ def test_r_never_realises_a_record_twice(trained, vocab, records):
 @FAST
 @given(records=records_st)
 def test_rm_realises_every_record(trained, vocab, records):
-    r = generate_seg(trained["seg"], vocab, records, "rm", beam=3, max_len=40)
-    _check_segments(r)
-    recs = [k for k in r.segment_records() if k is not None]
+    r, recs = _decoded(trained["seg"], vocab, records, "rm", 40)
     if not r.fallback_used:
         assert len(recs) == len(set(recs)), r.segments
         for k, rec in enumerate(records, 1):

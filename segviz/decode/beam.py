@@ -32,6 +32,12 @@ def _banned(n_ext: int) -> torch.Tensor:
     return ban
 
 
+def _clip(segments, T: int) -> list[tuple[int, int, int | None]]:
+    """``(start, end, record)`` cut to the first ``T`` tokens (the trailing ``<eos>`` dropped),
+    empty ones left out, the null record as ``None``."""
+    return [(s, min(e, T), j if j > 0 else None) for s, e, j in segments if min(e, T) > s]
+
+
 def _norm(h, length_penalty: float) -> float:
     """The score finished outputs are ranked by: ``log p / length ** length_penalty``."""
     return h.score / (max(len(h.tokens), 1) ** length_penalty)

@@ -7,6 +7,7 @@ import torch
 
 from segviz import dp
 from segviz.data import Vocab, collate, encode
+from segviz.decode.beam import _clip
 from segviz.model import SegmentModel
 from segviz.records import Record
 from segviz.result import GenerationResult
@@ -27,16 +28,8 @@ def force_align(
     enc_ex = encode(vocab, records, tokens)
     batch = collate([enc_ex], len(vocab))
     pot = model.potentials(batch)
-    _, paths = dp.viterbi(
-        pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, model.cfg.max_seg_len
-    )
-    T = len(tokens)  # drop the trailing <eos>
-    out = []
-    for s, e, j in paths[0]:
-        e = min(e, T)
-        if e > s:
-            out.append((s, e, j if j > 0 else None))
-    return out
+    _, paths = dp.viterbi(pot.chain, batch.tgt_len, model.cfg.max_seg_len)
+    return _clip(paths[0], len(tokens))  # drop the trailing <eos>
 
 
 def align_result(

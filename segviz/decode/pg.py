@@ -146,19 +146,10 @@ def generate_pg_nbest(
 
 
 def generate_pg(
-    model: PGModel,
-    vocab: Vocab,
-    records: list[Record],
-    beam: int = 5,
-    max_len: int | None = None,
-    system: str = "pg",
-    length_penalty: float = 1.0,
-    no_repeat_ngram: int = NO_REPEAT_NGRAM,
-    rules: ValueRules | None = None,
+    model: PGModel, vocab: Vocab, records: list[Record], beam: int = 5, **options
 ) -> GenerationResult:
     """Beam search for the pointer-generator baseline (no structural constraints exist for it;
-    ``no_repeat_ngram`` and ``rules.absent`` as for the segment model)."""
-    return generate_pg_nbest(
-        model, vocab, records, beam, 1, max_len=max_len, system=system, length_penalty=length_penalty,
-        no_repeat_ngram=no_repeat_ngram, rules=rules,
-    )[0]  # fmt: skip
+    ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
+    :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
+    ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes."""
+    return generate_pg_nbest(model, vocab, records, beam, 1, **options)[0]

@@ -10,7 +10,7 @@ import torch
 
 from segviz.constraints import Constraint, constraint
 from segviz.data import EOS_ID, Vocab
-from segviz.decode.beam import NO_REPEAT_NGRAM, _records_info, _word
+from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _records_info, _word
 from segviz.decode.rules import ValueRules
 from segviz.decode.search import SegmentDecoder, _SegHyp
 from segviz.model import SegmentModel
@@ -56,13 +56,12 @@ def _result_from_seg(
     ids = hyp.tokens[:-1] if hyp.tokens and hyp.tokens[-1] == EOS_ID else hyp.tokens
     T = len(ids)
     tokens = [_word(vocab, oov, i) for i in ids]
-    segments = [(s, min(e, T), j if j > 0 else None) for s, e, j in hyp.segments if min(e, T) > s]
     return GenerationResult(
         system=system,
         records=_records_info(records),
         tokens=tokens,
         text=detokenize(tokens, records),
-        segments=segments,
+        segments=_clip(hyp.segments, T),
         attention=[a.tolist() for a in hyp.attn[:T]],
         source_tokens=[t for r in records for t in r.tokens],
         record_of_source_token=src_rec.tolist(),
@@ -119,20 +118,15 @@ def generate_seg(
     beam: int = 5,
     plan: list[int] | None = None,
     system: str = "seg",
-    length_penalty: float = 1.0,
-    max_len: int | None = None,
-    no_repeat_ngram: int = NO_REPEAT_NGRAM,
-    content_rule: bool | None = None,
-    mentions: bool | None = None,
-    rules: ValueRules | None = None,
+    **options,
 ) -> GenerationResult:
-    """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``);
-    ``content_rule`` / ``mentions`` / ``rules`` as in :meth:`SegmentDecoder.search_n` (default:
-    content and mention rules on with r/rm, no value rules)."""
+    """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``):
+    the first of :func:`generate_seg_nbest`, whose keyword ``options`` (``length_penalty``,
+    ``max_len``, ``no_repeat_ngram``, ``content_rule``, ``mentions``, ``rules``) and defaults it
+    takes (content and mention rules on with r/rm, no value rules)."""
     return generate_seg_nbest(
-        model, vocab, records, constraints, beam, 1, plan=plan, system=system, length_penalty=length_penalty,
-        max_len=max_len, no_repeat_ngram=no_repeat_ngram, content_rule=content_rule, mentions=mentions, rules=rules,
-    )[0]  # fmt: skip
+        model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options
+    )[0]
 
 
 def sample_structures(

@@ -33,8 +33,10 @@ class PGModel(EncoderDecoder):
         self.out = nn.Linear(2 * H, V)  # W1 d_t + W2 A_t
         self.gen = nn.Linear(2 * H + E, 1)  # p_gen from [d_t; A_t; emb(y_{t-1})]
 
-    def encode(self, batch: Batch) -> PGEncoding:
-        _, h, state0 = self.encoder(batch.src, batch.src_len)
+    def encode(self, batch: Batch, training: bool = False) -> PGEncoding:
+        """What the decoder reads from ``batch`` (``training``: with the batch's host lengths, no
+        device synchronisation)."""
+        _, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len if training else None)
         mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
         return PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
 
@@ -80,9 +82,7 @@ class PGModel(EncoderDecoder):
 
     def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
         """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
-        _, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)  # = self.encode(batch)
-        mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
-        enc = PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
+        enc = self.encode(batch, training=True)
         state = self.start_state(enc)
         B, T = batch.tgt.shape
         ds, As, alphas, es = [], [], [], []

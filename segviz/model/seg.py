@@ -128,26 +128,21 @@ class SegmentModel(EncoderDecoder):
         f = torch.cat([self.f_null.expand(f.size(0), 1, -1), f[:, 1:]], dim=1)
         return member, has_tok, f
 
-    def encode(self, batch: Batch) -> SegEncoding:
-        x, h, state0 = self.encoder(batch.src, batch.src_len)
+    def encode(self, batch: Batch, training: bool = False) -> SegEncoding:
+        """What the decoder reads from ``batch``. ``training`` (:meth:`objective`): the batch's host
+        lengths (no device synchronisation) and no per-record token positions (decoding only)."""
+        x, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len if training else None)
         member, has_tok, f = self._records(batch, x)
-        # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
-        R = max(1, int(member.sum(2).max()))
-        order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
-        rec_valid = member.gather(2, order)
+        rec_idx = rec_valid = None
+        if not training:  # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
+            R = max(1, int(member.sum(2).max()))
+            order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
+            rec_valid = member.gather(2, order)
+            rec_idx = order * rec_valid
         return SegEncoding(
-            h=h,
-            key=self.att(h),
-            vproj=self.out_a(h),
-            f=f,
-            member=member,
-            has_tok=has_tok,
-            rec_mask=batch.rec_mask,
-            src_ext=batch.src_ext,
-            state0=state0,
-            rec_idx=order * rec_valid,
-            rec_valid=rec_valid,
-        )
+            h=h, key=self.att(h), vproj=self.out_a(h), f=f, member=member, has_tok=has_tok, rec_mask=batch.rec_mask,
+            src_ext=batch.src_ext, state0=state0, rec_idx=rec_idx, rec_valid=rec_valid,
+        )  # fmt: skip
 
     def attention(self, enc: SegEncoding, d: torch.Tensor) -> torch.Tensor:
         """Record-masked attention (paper §4, "Generation Probability").
@@ -286,21 +281,8 @@ class SegmentModel(EncoderDecoder):
           probabilities of ``y_t`` and ``$`` are read out;
         - the dynamic program runs in float32 at least (float64 stays float64).
         """
-        x, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)
-        member, has_tok, f = self._records(batch, x)
-        enc = SegEncoding(
-            h=h,
-            key=self.att(h),
-            vproj=self.out_a(h),
-            f=f,
-            member=member,
-            has_tok=has_tok,
-            rec_mask=batch.rec_mask,
-            src_ext=batch.src_ext,
-            state0=state0,
-            rec_idx=None,
-            rec_valid=None,
-        )
+        enc = self.encode(batch, training=True)
+        h, f, has_tok = enc.h, enc.f, enc.has_tok
         d = self.decode_states(enc, batch.tgt_in)  # (B, T, H)
         B, T, H = d.shape
         S, V = f.size(1), self.cfg.vocab_size

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from segviz import dp
 from segviz.model.common import NEG
 
 
@@ -107,3 +108,8 @@ class SegPotentials:
     log_emit: torch.Tensor  # (B, T, S)
     log_end: torch.Tensor  # (B, T, S)
     alpha: torch.Tensor  # (B, T, S, N) attention of token t under record k
+
+    @property
+    def chain(self) -> dp.Potentials:
+        """The four potentials :func:`segviz.dp.viterbi` and :func:`segviz.posterior.marginals` read."""
+        return dp.Potentials(self.log_init, self.log_trans, self.log_emit, self.log_end)
