@@ -6,7 +6,9 @@ Segments are always non-empty. A level adds two flags on top:
 - ``no_repeat``: a real record is realised at most once (the null record is exempt)  ("+R")
 - ``cover_all``: ``<eos>`` is blocked until every record has been realised            ("M")
 
-Adding a level is one entry in :data:`CONSTRAINTS`; the search reads only the flags.
+Adding a level is one entry in :data:`CONSTRAINTS`; the search reads only the flags, and the
+CLIs (``choices``, help), the app's picker, the report's tables and the annotation campaign's
+levels read the registry. ``help`` is plain text (the app shows it as a tooltip).
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ CONSTRAINTS: dict[str, Constraint] = {
     c.name: c
     for c in (
         Constraint("none", "ours", "segments are non-empty (the paper's plain decoding)"),
-        Constraint("r", "ours (+R)", "+ a record is realised at most once", no_repeat=True),
+        Constraint("r", "ours (+R)", "segments are non-empty, each record is realised at most once", no_repeat=True),
         Constraint(
             "rm",
             "ours (+RM)",
-            "+R, and <eos> waits until every record is realised",
+            "as +R, and the text ends only once every record is realised",
             no_repeat=True,
             cover_all=True,
         ),
