@@ -34,12 +34,22 @@ ending with a segment in state ``j`` at ``i``, given that event; a test proves i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 NEG = -1e9  # finite log-zero
 
-__all__ = ["NEG", "forward", "viterbi", "ForwardResult", "Segment", "segment_score_table", "segment_windows"]
+__all__ = ["NEG", "Potentials", "forward", "viterbi", "ForwardResult", "Segment", "segment_score_table", "segment_windows"]
+
+
+class Potentials(NamedTuple):
+    """The four potentials of one batch (shapes above), in the order :func:`forward` takes them."""
+
+    log_init: torch.Tensor  # (B, S)
+    log_trans: torch.Tensor  # (B, T, S, S)
+    log_emit: torch.Tensor  # (B, T, S)
+    log_end: torch.Tensor  # (B, T, S)
 
 
 @dataclass
@@ -51,7 +61,7 @@ class ForwardResult:
 Segment = tuple[int, int, int]  # (start, end, state): tokens start..end-1 realise state
 
 
-def segment_score_table(log_emit: torch.Tensor, log_end: torch.Tensor) -> torch.Tensor:
+def segment_score_table(log_emit: torch.Tensor) -> torch.Tensor:
     """``C = cumsum(log_emit)`` with a leading zero row: ``(B, T, S) -> (B, T+1, S)``."""
     B, T, S = log_emit.shape
     zero = log_emit.new_zeros(B, 1, S)
@@ -63,7 +73,7 @@ def segment_windows(log_emit: torch.Tensor, log_end: torch.Tensor, L: int, lam: 
     the segment of the ``l`` tokens ``i-l .. i-1`` in state ``j`` (``C[i] - C[i-l] + log_end[i-1]
     + lam``); entries with ``l > i`` are 0 and never read. One pass before the recursion."""
     B, T, S = log_emit.shape
-    C = segment_score_table(log_emit, log_end)  # (B, T+1, S)
+    C = segment_score_table(log_emit)  # (B, T+1, S)
     rows = []
     for n in range(1, min(L, T) + 1):
         diff = C[:, n:] - C[:, :-n]  # segments of n tokens ending at i = n .. T
@@ -118,21 +128,15 @@ def forward(
 
 
 @torch.no_grad()
-def viterbi(
-    log_init: torch.Tensor,
-    log_trans: torch.Tensor,
-    log_emit: torch.Tensor,
-    log_end: torch.Tensor,
-    lengths: torch.Tensor,
-    L: int,
-) -> tuple[torch.Tensor, list[list[Segment]]]:
-    """Best segmentation and alignment (max-plus version of :func:`forward`).
+def viterbi(pot: Potentials, lengths: torch.Tensor, L: int) -> tuple[torch.Tensor, list[list[Segment]]]:
+    """Best segmentation and alignment (max-plus version of :func:`forward`) under ``pot``.
 
     Returns ``(best_score (B,), paths)``; ``paths[b]`` is a list of ``(start, end, state)``
     covering tokens ``0 .. lengths[b]-1`` in order.
     """
+    log_init, log_trans, log_emit, log_end = pot
     B, T, S = log_emit.shape
-    C = segment_score_table(log_emit, log_end)
+    C = segment_score_table(log_emit)
     betas = [log_init]
     back_l: list[torch.Tensor] = []  # (B, S): best segment length ending at i in state j
     back_q: list[torch.Tensor] = [torch.zeros(B, S, dtype=torch.long, device=log_emit.device)]  # best previous state

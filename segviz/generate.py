@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--input", type=Path, required=True)
     p.add_argument("--output", type=Path, required=True)
-    p.add_argument("--constraints", choices=CONSTRAINTS, default="rm")
+    p.add_argument("--constraints", choices=CONSTRAINTS, default="rm", help="; ".join(f"{c.name}: {c.help}" for c in CONSTRAINTS.values()))
     p.add_argument("--beam", type=int, default=5)
     p.add_argument(
         "--no-repeat-ngram",

@@ -40,20 +40,13 @@ class Marginals:
     log_z: torch.Tensor  # (B,)      log p(y | X)
 
 
-def marginals(
-    log_init: torch.Tensor,
-    log_trans: torch.Tensor,
-    log_emit: torch.Tensor,
-    log_end: torch.Tensor,
-    lengths: torch.Tensor,
-    L: int,
-) -> Marginals:
+def marginals(pot: dp.Potentials, lengths: torch.Tensor, L: int) -> Marginals:
     """Posterior marginals from the gradient of ``log Z`` (shapes as in :mod:`segviz.dp`).
 
     Runs in float64 on detached copies, so it never touches a model's graph and works under
     ``torch.no_grad()`` callers."""
     with torch.enable_grad():
-        pots = [p.detach().to(torch.float64) for p in (log_init, log_trans, log_emit, log_end)]
+        pots = [p.detach().to(torch.float64) for p in pot]
         emit, end = pots[2].requires_grad_(True), pots[3].requires_grad_(True)
         log_z = dp.forward(pots[0], pots[1], emit, end, lengths, L).log_z
         g_emit, g_end = torch.autograd.grad(log_z.sum(), (emit, end))
@@ -103,8 +96,8 @@ def text_posterior(model, vocab, records, tokens: list[str]) -> TextPosterior:
     batch = collate([encode(vocab, records, list(tokens))], len(vocab))
     pot = model.potentials(batch)
     L = model.cfg.max_seg_len
-    m = marginals(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, L)
-    _, paths = dp.viterbi(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, L)
+    m = marginals(pot.chain, batch.tgt_len, L)
+    _, paths = dp.viterbi(pot.chain, batch.tgt_len, L)
     T = len(tokens)
     viterbi = [(s, min(e, T), j if j > 0 else None) for s, e, j in paths[0] if min(e, T) > s]
     probs = m.state[0, :T, : len(states)]

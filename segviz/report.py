@@ -21,7 +21,13 @@ import torch
 
 from segviz import checkpoint as ckpt
 from segviz.data import default_data_dir
-from segviz.decode import CONSTRAINTS, DEFAULT_VALUE_RULES, NO_REPEAT_NGRAM, parse_value_rules
+from segviz.decode import (
+    CONSTRAINT_LABELS,
+    CONSTRAINTS,
+    DEFAULT_VALUE_RULES,
+    NO_REPEAT_NGRAM,
+    parse_value_rules,
+)
 from segviz.device import DEVICES, on_device
 from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
 from segviz.generate import generate_all, read_inputs, write_outputs
@@ -92,7 +98,7 @@ def markdown_table(root: Path, dataset: str) -> str:
     paper's Tables 2 and 3 (automatic checker counts instead of human ones)."""
     head = "| system | BLEU | ROUGE-L | METEOR | CIDEr | wrong | repeated | missing | hallucinated | SER | Dist-1 | Dist-3 | gen. time |"
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
-    names = {"pg": "PG", "none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
+    names = {"pg": "PG", **CONSTRAINT_LABELS}
     for d in sorted(root.iterdir()):
         mfile = d / "metrics.json"
         if not mfile.exists():
@@ -101,7 +107,7 @@ def markdown_table(root: Path, dataset: str) -> str:
         if config.get("dataset") != dataset:
             continue
         metrics = json.loads(mfile.read_text(encoding="utf-8"))
-        for level in ("pg", "none", "r", "rm"):
+        for level in ("pg", *CONSTRAINTS):
             m = metrics.get(level)
             if not isinstance(m, dict):
                 continue

@@ -878,7 +878,7 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 # what the automatic checker does not measure (segviz.faithfulness: WebNLG predicates are open-ended)
 NOT_MEASURED = {"webnlg": {"wrong", "hallucinated"}}
-LEVEL_NAMES = {"pg": "PG", "none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
+LEVEL_NAMES = {"pg": "PG", **decode.CONSTRAINT_LABELS}
 
 
 def results_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:

@@ -348,7 +348,7 @@ def constraint_picker(key: str, default: str = "rm") -> str:
     return st.radio(
         "Constraints", options, index=options.index(default) if default in options else 2,
         format_func=decode.CONSTRAINT_LABELS.get, horizontal=True, key=key,
-        help="ours: segments are non-empty · +R: each record at most once · +RM: and every record before the end",
+        help=" · ".join(f"{c.label}: {c.help}" for c in decode.CONSTRAINTS.values()),
     )
 
 

@@ -3,22 +3,29 @@ what the shipped E2E segment model must deliver under +RM and when sampling plan
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
-from conftest import ROOT, make_model
+from conftest import DATA_DIR, ROOT, data_available, make_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from segviz import checkpoint
-from segviz.data import collate, encode
+from segviz.constraints import CONSTRAINT_LABELS, CONSTRAINTS, Constraint
+from segviz.data import EOS_ID, collate, encode
 from segviz.decode import (
+    SegmentDecoder,
     force_align,
     generate_pg,
+    generate_pg_nbest,
     generate_seg,
+    generate_seg_nbest,
     is_function_word,
     sample_structures,
     specific_value,
 )
+from segviz.decode.beam import _ranked
 from segviz.faithfulness import segment_verdicts
 from segviz.records import Record
 
@@ -62,12 +69,17 @@ def _check_segments(r):
         assert r.segments[0][0] == 0 and r.segments[-1][1] == len(r.tokens)
 
 
+def _decoded(model, vocab, records, level: str, max_len: int):
+    """``generate_seg`` at beam 3, its segments checked to tile the text; and its real records."""
+    r = generate_seg(model, vocab, records, level, beam=3, max_len=max_len)
+    _check_segments(r)
+    return r, [k for k in r.segment_records() if k is not None]
+
+
 @FAST
 @given(records=records_st)
 def test_r_never_realises_a_record_twice(trained, vocab, records):
-    r = generate_seg(trained["seg"], vocab, records, "r", beam=3, max_len=30)
-    _check_segments(r)
-    recs = [k for k in r.segment_records() if k is not None]
+    r, recs = _decoded(trained["seg"], vocab, records, "r", 30)
     assert len(recs) == len(set(recs)), r.segments
     for s, _, k in r.segments:  # a record whose value was already said gets no segment of its own
         if k is not None:
@@ -77,9 +89,7 @@ def test_r_never_realises_a_record_twice(trained, vocab, records):
 @FAST
 @given(records=records_st)
 def test_rm_realises_every_record(trained, vocab, records):
-    r = generate_seg(trained["seg"], vocab, records, "rm", beam=3, max_len=40)
-    _check_segments(r)
-    recs = [k for k in r.segment_records() if k is not None]
+    r, recs = _decoded(trained["seg"], vocab, records, "rm", 40)
     if not r.fallback_used:
         assert len(recs) == len(set(recs)), r.segments
         for k, rec in enumerate(records, 1):
@@ -206,3 +216,99 @@ def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3)."""
     res = sample_structures(shipped.model, shipped.vocab, examples[0].records, n=3, seed=0, beam=2)
     assert len({tuple(r.plan) for r in res}) >= 2
+
+
+# ----- the constraint registry ------------------------------------------------------------------
+
+
+def test_a_constraint_level_is_one_registry_entry(shipped, examples, monkeypatch):
+    """A level registered here (and nowhere else) decodes: the search reads the flags, not the
+    name (a twin of +RM under another name says the same), and +M alone (every record, repeats
+    allowed) covers every record; labels and validation follow the registry."""
+    twin = Constraint("rm-twin", "ours (+RM twin)", "the +RM flags under another name", no_repeat=True, cover_all=True)
+    only_m = Constraint("m", "ours (+M)", "every record before the end, repeats allowed", cover_all=True)
+    for c in (twin, only_m):
+        monkeypatch.setitem(CONSTRAINTS, c.name, c)
+    assert CONSTRAINT_LABELS["m"] == "ours (+M)" and list(CONSTRAINT_LABELS)[-2:] == ["rm-twin", "m"]
+    m, v = shipped.model, shipped.vocab
+    for ex in examples[:4]:
+        rm, tw = (generate_seg(m, v, ex.records, level, beam=3) for level in ("rm", "rm-twin"))
+        assert (tw.tokens, tw.segments, tw.constraints) == (rm.tokens, rm.segments, "rm-twin")
+        r = generate_seg(m, v, ex.records, "m", beam=3)
+        assert not r.fallback_used and r.constraints == "m"
+        said = {k for k, rec in enumerate(ex.records, 1) if specific_value(rec) and _says(r.tokens, rec)}
+        assert {k for k in r.segment_records() if k} | said == set(range(1, len(ex.records) + 1)), r.segments
+    with pytest.raises(ValueError, match="constraints must be one of"):
+        generate_seg(m, v, examples[0].records, "x", beam=1)
+
+
+# ----- n-best -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nbest_inputs(examples):
+    """Three bundled inputs, and three E2E dev inputs when the data is there."""
+    inputs = [ex.records for ex in examples[:3]]
+    if data_available():
+        from segviz.generate import read_inputs
+
+        inputs += [recs for _, recs in read_inputs("e2e", DATA_DIR / "e2e" / "dev.csv")[::100][:3]]
+    return inputs
+
+
+def _same(a, b) -> bool:
+    drop = ("elapsed_ms",)
+    return {k: x for k, x in a.to_json().items() if k not in drop} == {k: x for k, x in b.to_json().items() if k not in drop}
+
+
+def _check_ranked(results, n: int) -> None:
+    """Distinct texts, at most ``n``, best first by log p / length."""
+    assert 1 <= len(results) <= n
+    assert len({tuple(r.tokens) for r in results}) == len(results), [r.text for r in results]
+    norm = [r.scores["log_prob"] / r.scores["length"] for r in results]
+    assert norm == sorted(norm, reverse=True), norm
+
+
+def test_seg_nbest_first_is_generate_seg(shipped, nbest_inputs):
+    m, v = shipped.model, shipped.vocab
+    sizes = []
+    for recs in nbest_inputs:
+        for level, plan in (("rm", None), ("none", None), ("rm", list(range(len(recs), 0, -1)))):
+            best = generate_seg(m, v, recs, level, 5, plan=plan, rules=shipped.rules())
+            nb = generate_seg_nbest(m, v, recs, level, 5, 4, plan=plan, rules=shipped.rules())
+            assert _same(nb[0], best), (nb[0].text, best.text)
+            _check_ranked(nb, 4)
+            assert all(r.plan == plan and r.constraints == level for r in nb)
+            sizes.append(len(nb))
+    assert max(sizes) >= 2, sizes  # the beam finishes more than one distinct text
+
+
+def test_pg_nbest_first_is_generate_pg(nbest_inputs):
+    pg = checkpoint.load(ROOT / "checkpoints" / "e2e-pg")
+    sizes = []
+    for recs in nbest_inputs:
+        best = generate_pg(pg.model, pg.vocab, recs, 5, rules=pg.rules())
+        nb = generate_pg_nbest(pg.model, pg.vocab, recs, 5, 5, rules=pg.rules())
+        assert _same(nb[0], best), (nb[0].text, best.text)
+        _check_ranked(nb, 5)
+        sizes.append(len(nb))
+    assert max(sizes) >= 2, sizes
+
+
+def test_search_n_ranks_finished_hypotheses(shipped, examples):
+    ranked, _, _ = SegmentDecoder(shipped.model, shipped.vocab).search_n(examples[1].records, "rm", beam=4, n=4)
+    best, _, _ = SegmentDecoder(shipped.model, shipped.vocab).search(examples[1].records, "rm", beam=4)
+    assert ranked[0].tokens == best.tokens and ranked[0].score == best.score
+    assert all(h.tokens[-1] == EOS_ID for h in ranked)
+    N = sum(len(r.tokens) for r in examples[1].records)
+    assert all(a.shape == (N,) for h in ranked for a in h.attn)  # rows over all source tokens
+
+
+def test_ranked_keeps_the_best_of_equal_texts():
+    """Equal token sequences (with or without the final <eos>) count once, as the best-scored."""
+    hyp = lambda score, tokens: SimpleNamespace(score=score, tokens=tokens)  # noqa: E731
+    pool = [hyp(-4.0, [7, 8, EOS_ID]), hyp(-1.0, [7, 8, EOS_ID]), hyp(-3.0, [9, EOS_ID]), hyp(-2.0, [7, 8]),
+            hyp(-3.5, [1, 2, 3, 4, 5, 6, EOS_ID])]  # fmt: skip
+    assert _ranked(pool, 5, 1.0) == [pool[1], pool[4], pool[2]]  # by log p / length
+    assert _ranked(pool, 5, 0.0) == [pool[1], pool[2], pool[4]]  # by log p
+    assert _ranked(pool, 2, 1.0) == [pool[1], pool[4]]

@@ -12,6 +12,7 @@ import torch
 from segviz import checkpoint, decode, faithfulness
 from segviz.data import Vocab
 from segviz.decode import is_function_word, parse_value_rules, value_rules
+from segviz.decode.rules import _said_ids
 from segviz.records import parse_e2e_mr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,12 +51,12 @@ def test_said_ids_skip_negations_and_other_values():
         "friendly": frozenset({"attr:familyFriendly"}),  # a yes / no value: its attribute's words
     }
     rules = value_rules("none+paraphrases", lex)
-    said = decode._said_ids(vocab, [], records, rules)
+    said = _said_ids(vocab, [], records, rules)
     ids = {w: vocab.stoi[w] for w in ("priced", "not", "cheap", "friendly")}
     assert said[2] == {ids["priced"]}
     assert said[3] == {ids["friendly"]}
     assert said[1] == frozenset()
-    assert decode._said_ids(vocab, [], records, value_rules("auto", lex)) == {}
+    assert _said_ids(vocab, [], records, value_rules("auto", lex)) == {}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from segviz.dp import NEG, forward, viterbi
+from segviz.dp import NEG, Potentials, forward, viterbi
 
 
 def compositions(T: int, L: int):
@@ -60,7 +60,7 @@ def test_forward_equals_enumeration(T, S, L):
 @pytest.mark.parametrize("T,S,L", CASES)
 def test_viterbi_equals_enumerated_max(T, S, L):
     pots = random_potentials(1, T, S, seed=7 + T * 100 + S * 10 + L, mask_self=S > 1)
-    best, paths = viterbi(*pots, torch.tensor([T]), L)
+    best, paths = viterbi(Potentials(*pots), torch.tensor([T]), L)
     enum = list(enumerate_paths(*(p[0] for p in pots), T, L))
     top_score, _ = max(enum, key=lambda x: x[0].item())
     assert best[0].item() == pytest.approx(top_score.item(), abs=1e-9)
@@ -103,7 +103,7 @@ def test_padded_batch_equals_single_examples():
         pots[1][b, :, :, n:] = NEG
         pots[2][b, :, n:] = NEG
     batch = forward(*pots, lengths, L)
-    best, paths = viterbi(*pots, lengths, L)
+    best, paths = viterbi(Potentials(*pots), lengths, L)
     for b in range(B):
         t, n = int(lengths[b]), n_states[b]
         single = [pots[0][b : b + 1, :n], pots[1][b : b + 1, :t, :n, :n]]
@@ -111,7 +111,7 @@ def test_padded_batch_equals_single_examples():
         one = forward(*single, torch.tensor([t]), L)
         assert batch.log_z[b].item() == pytest.approx(one.log_z[0].item(), abs=1e-9)
         assert batch.expected_segments[b].item() == pytest.approx(one.expected_segments[0].item(), abs=1e-9)
-        best1, paths1 = viterbi(*single, torch.tensor([t]), L)
+        best1, paths1 = viterbi(Potentials(*single), torch.tensor([t]), L)
         assert best[b].item() == pytest.approx(best1[0].item(), abs=1e-9)
         assert paths[b] == paths1[0]
 

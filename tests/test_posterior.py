@@ -6,6 +6,7 @@ import pytest
 import torch
 from test_dp import enumerate_paths, random_potentials
 
+from segviz.dp import Potentials
 from segviz.posterior import marginals, text_posterior
 from segviz.records import parse_e2e_mr, tokenize
 
@@ -27,7 +28,7 @@ def _brute(pots, T, L):
 @pytest.mark.parametrize("T,S,L", [(1, 2, 2), (3, 3, 2), (4, 2, 3), (5, 3, 3), (4, 4, 4)])
 def test_marginals_equal_enumeration_and_rows_sum_to_one(T, S, L):
     pots = random_potentials(1, T, S, seed=T * 10 + S + L)
-    m = marginals(*pots, torch.tensor([T]), L)
+    m = marginals(Potentials(*pots), torch.tensor([T]), L)
     state, start, end = _brute(pots, T, L)
     assert torch.allclose(m.state[0], state, atol=1e-9)
     assert torch.allclose(m.start[0], start, atol=1e-9)
@@ -38,7 +39,7 @@ def test_marginals_equal_enumeration_and_rows_sum_to_one(T, S, L):
 
 def test_padded_positions_are_zero_and_float32_input_works():
     pots = [p.float() for p in random_potentials(2, 5, 3, seed=3)]
-    m = marginals(*pots, torch.tensor([5, 3]), 2)
+    m = marginals(Potentials(*pots), torch.tensor([5, 3]), 2)
     assert m.state.dtype == torch.float64
     assert torch.allclose(m.state[1, :3].sum(1), torch.ones(3, dtype=torch.float64), atol=1e-6)
     assert m.state[1, 3:].abs().max().item() == 0 and m.start[1, 3:].abs().max().item() == 0

@@ -1,223 +1,26 @@
-"""The segment model of Shen et al. (2020, §4) and the pointer-generator (PG) baseline.
-
-Letters follow the paper and docs/design.md §1: ``B`` batch, ``N`` source tokens, ``T`` target tokens,
-``S = K + 1`` states (record 0 is the null record ``r_0``), ``V`` vocabulary, ``H`` hidden size,
-``E`` embedding size.
-
-Both models share the :class:`Encoder` (a Bi-LSTM over the flattened record tokens). The segment
-model's decoder is a plain LSTM over the target words (no input feeding, the end-of-segment
-symbol ``$`` never fed back), so every potential of the dynamic program is computed for all
-``(t, k)`` in one batched pass and :mod:`segviz.dp` marginalises over segmentations exactly.
-"""
+"""The segment model of Shen et al. (2020, §4): potentials of the dynamic program, the exact
+objective (eq. 5 and 6) and the decoding steps of :mod:`segviz.decode.search`. Letters as in
+:mod:`segviz.model`."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from segviz import dp
 from segviz.data import EOSEG_ID, Batch
-
-NEG = dp.NEG
-MODEL_KINDS = ("seg", "pg")
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Sizes and loss settings; stored in every checkpoint."""
-
-    kind: str = "seg"  # "seg" (segment model) or "pg" (pointer-generator baseline)
-    vocab_size: int = 1000  # V, set from the vocabulary
-    emb_dim: int = 100  # E, word embeddings (paper: 100)
-    hidden: int = 256  # H, decoder size; the Bi-LSTM encoder has H/2 per direction (paper: 512 E2E)
-    dropout: float = 0.3  # on embeddings and LSTM outputs (paper: 0.3)
-    max_seg_len: int = 8  # L, longest segment in tokens ("customer rating of 5 out of 5" is 7)
-    reg_weight: float = 5.0  # w, weight of the granularity regulariser (eq. 6); 0 disables it.
-    # The paper's eq. 6 has weight 1 on a per-text NLL; with our sizes that let E[#seg] drift
-    # more than 1 above K early in training and on WebNLG, so the default is 5.
-    reg_gamma: float = 1.0  # gamma, tolerance of |E[#seg] - eta| (paper: 1), eta = K
-
-    @classmethod
-    def from_json(cls, d: dict) -> ModelConfig:
-        names = {f.name for f in fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
-        return cls(**d)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-class Dropout(nn.Dropout):
-    """:class:`torch.nn.Dropout` with its mask drawn from ``uniform_`` (vectorised) instead of
-    ``bernoulli_``, about twice as fast on the CPU; the same distribution, identity in eval mode."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        if self.p >= 1.0:
-            return x * 0.0
-        keep = torch.empty_like(x).uniform_().ge_(self.p).mul_(1.0 / (1.0 - self.p))
-        return x * keep
-
-
-class Encoder(nn.Module):
-    """Embeddings + Bi-LSTM over the record tokens: ``h_i`` for every source token."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.emb = nn.Embedding(cfg.vocab_size, cfg.emb_dim, padding_idx=0)
-        self.rnn = nn.LSTM(cfg.emb_dim, cfg.hidden // 2, batch_first=True, bidirectional=True)
-        self.drop = Dropout(cfg.dropout)
-        self.init_h = nn.Linear(cfg.hidden, cfg.hidden)
-        self.init_c = nn.Linear(cfg.hidden, cfg.hidden)
-
-    def forward(self, src: torch.Tensor, src_len: torch.Tensor, host_len: torch.Tensor | None = None):
-        """``src (B, N)`` -> ``x (B, N, E)`` embeddings, ``h (B, N, H)``, decoder init ``(h0, c0)``
-        each ``(B, H)`` from the mean of ``h`` over the valid tokens."""
-        x = self.drop(self.emb(src))  # (B, N, E)
-        lengths = (host_len if host_len is not None else src_len).clamp(min=1).cpu()  # host_len: no device sync
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed)
-        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, N, H)
-        valid = (torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)).unsqueeze(2)  # (B, N, 1)
-        mean = (h * valid).sum(1) / valid.sum(1).clamp(min=1)  # (B, H)
-        h = self.drop(h)
-        return x, h, (torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean)))
-
-
-def extended_scatter(
-    p_vocab: torch.Tensor, logit_gen: torch.Tensor, alpha: torch.Tensor, src_ext: torch.Tensor, n_oov: int
-) -> torch.Tensor:
-    """Pointer-generator mixture over the extended vocabulary (See et al., 2017).
-
-    ``p(w) = p_gen p_vocab(w) + (1 - p_gen) sum_{i: x_i = w} alpha_i``
-
-    p_vocab (M, V) probabilities, logit_gen (M,), alpha (M, N) weights on the source positions
-    ``src_ext (M, N)`` (all of them, or only those of one record) -> log p (M, V + n_oov)
-    """
-    p_gen = torch.sigmoid(logit_gen).unsqueeze(1)  # (M, 1)
-    p = p_vocab * p_gen
-    if n_oov:
-        p = F.pad(p, (0, n_oov))
-    p.scatter_add_(1, src_ext, (1 - p_gen) * alpha)
-    return p.clamp_min_(1e-30).log_()
-
-
-def mixture_logprob(
-    log_pv_y: torch.Tensor, logit_gen: torch.Tensor, copy_y: torch.Tensor
-) -> torch.Tensor:
-    """``log(p_gen p_vocab(y) + (1 - p_gen) copy(y))`` computed stably for gold words ``y``.
-
-    All arguments share one shape; ``copy_y`` is the attention mass on source copies of ``y``.
-    """
-    return torch.logaddexp(
-        F.logsigmoid(logit_gen) + log_pv_y, F.logsigmoid(-logit_gen) + copy_y.clamp_min(1e-30).log()
-    )
-
-
-def _one_row(d: torch.Tensor, b: torch.Tensor | None) -> bool:
-    """One hypothesis of input 0: decoding reads :attr:`RecordTables.one` (no padding)."""
-    return d.size(0) == 1 and (b is None or not b.any())
-
-
-@dataclass
-class RecordTables:
-    """What decoding under record ``k`` reads, gathered once per input: O(N_k) work per step.
-
-    Padded stacks for hypotheses in different records / inputs, indexed ``[b, k]``:
-    ``key, h (B, S, R, H)``; ``vproj (B, S, R, V)``; ``ext, pos (B, S, R)`` extended ids and
-    source positions; ``bias (B, S, R)`` 0 / NEG; ``valid (B, S, R)``; ``any (B, S)``.
-    And for one hypothesis of input 0 (greedy decoding), exact-length views per record, no
-    padding: ``one[k] = (key^T (H, N_k), h (N_k, H), vproj (N_k, V), ext (1, N_k), pos (1, N_k))``.
-    """
-
-    key: torch.Tensor
-    h: torch.Tensor
-    vproj: torch.Tensor
-    ext: torch.Tensor
-    pos: torch.Tensor
-    bias: torch.Tensor
-    valid: torch.Tensor
-    any: torch.Tensor
-    one: list
-
-    @classmethod
-    def build(cls, enc: SegEncoding) -> RecordTables:
-        pos, valid = enc.rec_idx, enc.rec_valid  # (B, S, R)
-        bi = torch.arange(pos.size(0), device=pos.device).view(-1, 1, 1)
-        one = []
-        for k in range(pos.size(1)):
-            p = pos[0, k][valid[0, k]]
-            one.append((enc.key[0, p].t().contiguous(), enc.h[0, p].contiguous(), enc.vproj[0, p].contiguous(),
-                        enc.src_ext[0, p].unsqueeze(0), p.unsqueeze(0)) if len(p) else None)
-        return cls(
-            key=enc.key[bi, pos], h=enc.h[bi, pos], vproj=enc.vproj[bi, pos], ext=enc.src_ext[bi, pos], pos=pos,
-            bias=torch.zeros(valid.shape, dtype=enc.h.dtype, device=valid.device).masked_fill(~valid, NEG), valid=valid,
-            any=valid.any(2), one=one,
-        )
-
-
-@dataclass
-class SegEncoding:
-    """Everything the segment model's decoder reads from the input, per example.
-
-    h (B, N, H) token states; key (B, N, H) = W_a h; vproj (B, N, V) = W2 h (docs/design.md §1);
-    f (B, S, E) record representations; member (B, S, N) token i belongs to record k;
-    has_tok (B, S); rec_mask (B, S); src_ext (B, N); state0 = (h0, c0) each (B, H).
-    """
-
-    h: torch.Tensor
-    key: torch.Tensor
-    vproj: torch.Tensor
-    f: torch.Tensor
-    member: torch.Tensor
-    has_tok: torch.Tensor
-    rec_mask: torch.Tensor
-    src_ext: torch.Tensor
-    state0: tuple[torch.Tensor, torch.Tensor]
-    rec_idx: torch.Tensor  # (B, S, R) positions of each record's tokens, padded with 0
-    rec_valid: torch.Tensor  # (B, S, R) which of those are real
-    _tables: RecordTables | None = None  # decoding tables, built on first use
-
-    @property
-    def tables(self) -> RecordTables:
-        """Per-record decoding tables (:class:`RecordTables`), built once per input."""
-        if self._tables is None:
-            self._tables = RecordTables.build(self)
-        return self._tables
-
-    def index(self, idx: torch.Tensor) -> SegEncoding:
-        """Select / repeat examples (for beam search): every tensor indexed on dim 0."""
-        names = ("h", "key", "vproj", "f", "member", "has_tok", "rec_mask", "src_ext")
-        return SegEncoding(
-            *(getattr(self, n).index_select(0, idx) for n in names),
-            state0=(self.state0[0].index_select(0, idx), self.state0[1].index_select(0, idx)),
-            rec_idx=self.rec_idx.index_select(0, idx),
-            rec_valid=self.rec_valid.index_select(0, idx),
-        )
-
-
-@dataclass
-class SegPotentials:
-    """Potentials of the dynamic program (shapes in :mod:`segviz.dp`) plus attention."""
-
-    log_init: torch.Tensor  # (B, S)
-    log_trans: torch.Tensor  # (B, T, S, S)
-    log_emit: torch.Tensor  # (B, T, S)
-    log_end: torch.Tensor  # (B, T, S)
-    alpha: torch.Tensor  # (B, T, S, N) attention of token t under record k
-
-
-def _host_stats(loss: torch.Tensor, stats: dict) -> tuple[torch.Tensor, dict]:
-    """Stats of :meth:`objective` as Python numbers (one host synchronisation)."""
-    return loss, {k: (int(v) if k in ("tokens", "n") else float(v)) for k, v in stats.items()}
+from segviz.model.common import (
+    NEG,
+    EncoderDecoder,
+    ModelConfig,
+    _host_stats,
+    extended_scatter,
+    mixture_logprob,
+)
+from segviz.model.seg_encoding import SegEncoding, SegPotentials, _one_row
 
 
 class _PickLogSoftmax(torch.autograd.Function):
@@ -254,7 +57,9 @@ class _PickLogSoftmax(torch.autograd.Function):
         S = TS // T
         dt = vproj.dtype
         flat_, od_ = flat.to(dt), od.to(dt)
-        out = torch.empty(B, T, S, ids.size(2), dtype=torch.promote_types(dt, torch.float32), device=flat.device)
+        out = torch.empty(
+            B, T, S, ids.size(2), dtype=torch.promote_types(dt, torch.float32), device=flat.device
+        )
         lse = torch.empty(B, T, S, 1, dtype=out.dtype, device=flat.device)
         for i, j in _PickLogSoftmax._blocks(B, TS * V):
             x = _PickLogSoftmax._logits(flat_, vproj, od_, i, j, S).to(out.dtype)
@@ -293,17 +98,13 @@ class _PickLogSoftmax(torch.autograd.Function):
         return g_flat, g_vproj, g_od, None
 
 
-class SegmentModel(nn.Module):
+class SegmentModel(EncoderDecoder):
     """Joint segmentation and correspondence model (paper §4)."""
 
     def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.cfg = cfg
+        super().__init__(cfg)
         H, E, V = cfg.hidden, cfg.emb_dim, cfg.vocab_size
-        self.encoder = Encoder(cfg)
-        self.dec_emb = nn.Embedding(V, E, padding_idx=0)
         self.decoder = nn.LSTM(E, H, batch_first=True)
-        self.drop = Dropout(cfg.dropout)
         self.att = nn.Linear(H, H, bias=False)  # W_a: score(h_i, d_t) = d_t^T W_a h_i
         self.out_d = nn.Linear(H, V)  # W1 d_t (+ bias)
         self.out_a = nn.Linear(H, V, bias=False)  # W2 A_t
@@ -327,26 +128,21 @@ class SegmentModel(nn.Module):
         f = torch.cat([self.f_null.expand(f.size(0), 1, -1), f[:, 1:]], dim=1)
         return member, has_tok, f
 
-    def encode(self, batch: Batch) -> SegEncoding:
-        x, h, state0 = self.encoder(batch.src, batch.src_len)
+    def encode(self, batch: Batch, training: bool = False) -> SegEncoding:
+        """What the decoder reads from ``batch``. ``training`` (:meth:`objective`): the batch's host
+        lengths (no device synchronisation) and no per-record token positions (decoding only)."""
+        x, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len if training else None)
         member, has_tok, f = self._records(batch, x)
-        # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
-        R = max(1, int(member.sum(2).max()))
-        order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
-        rec_valid = member.gather(2, order)
+        rec_idx = rec_valid = None
+        if not training:  # token positions of every record, for O(N_k) attention when decoding: (B, S, R)
+            R = max(1, int(member.sum(2).max()))
+            order = member.long().argsort(dim=2, descending=True, stable=True)[:, :, :R]
+            rec_valid = member.gather(2, order)
+            rec_idx = order * rec_valid
         return SegEncoding(
-            h=h,
-            key=self.att(h),
-            vproj=self.out_a(h),
-            f=f,
-            member=member,
-            has_tok=has_tok,
-            rec_mask=batch.rec_mask,
-            src_ext=batch.src_ext,
-            state0=state0,
-            rec_idx=order * rec_valid,
-            rec_valid=rec_valid,
-        )
+            h=h, key=self.att(h), vproj=self.out_a(h), f=f, member=member, has_tok=has_tok, rec_mask=batch.rec_mask,
+            src_ext=batch.src_ext, state0=state0, rec_idx=rec_idx, rec_valid=rec_valid,
+        )  # fmt: skip
 
     def attention(self, enc: SegEncoding, d: torch.Tensor) -> torch.Tensor:
         """Record-masked attention (paper §4, "Generation Probability").
@@ -391,7 +187,9 @@ class SegmentModel(nn.Module):
         mask = ~enc.rec_mask.view(B, 1, 1, S) | torch.eye(S, dtype=torch.bool, device=A.device)
         return torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
 
-    def transition_step(self, enc: SegEncoding, A: torch.Tensor, d_next: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    def transition_step(
+        self, enc: SegEncoding, A: torch.Tensor, d_next: torch.Tensor, q: torch.Tensor
+    ) -> torch.Tensor:
         """Eq. 3 for one boundary per hypothesis: ``A (M, H)``, ``d_next (M, H)``, ``q (M,)`` ->
         ``(M, S)`` log-probabilities of the next record (``q`` itself and padding masked)."""
         u = self.trans_a(A) + self.trans_d(d_next)  # (M, E)
@@ -412,7 +210,9 @@ class SegmentModel(nn.Module):
     def decode_states(self, enc: SegEncoding, tgt_in: torch.Tensor) -> torch.Tensor:
         """``d_t = LSTM(emb(y_{t-1}), d_{t-1})`` for all t: ``(B, T) -> (B, T, H)``."""
         h0, c0 = enc.state0
-        d, _ = self.decoder(self.drop(self.dec_emb(tgt_in)), (h0.unsqueeze(0).contiguous(), c0.unsqueeze(0).contiguous()))
+        d, _ = self.decoder(
+            self.drop(self.dec_emb(tgt_in)), (h0.unsqueeze(0).contiguous(), c0.unsqueeze(0).contiguous())
+        )
         return self.drop(d)
 
     def potentials(self, batch: Batch, enc: SegEncoding | None = None) -> SegPotentials:
@@ -448,15 +248,22 @@ class SegmentModel(nn.Module):
         """Eq. 6 through :meth:`potentials` (every tensor of the first formulation materialised):
         the reference that :meth:`loss` is tested against."""
         pot = self.potentials(batch)
-        res = dp.forward(pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len)
+        res = dp.forward(
+            pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len
+        )
         return _host_stats(*self._finish(batch, -res.log_z, res.expected_segments))
 
     def _finish(self, batch: Batch, nll: torch.Tensor, exp_seg: torch.Tensor):
         K = batch.n_rec.to(nll.dtype)
         reg = torch.clamp((exp_seg - K).abs(), min=self.cfg.reg_gamma)
         loss = (nll + self.cfg.reg_weight * reg).mean()
-        stats = {"nll": nll.detach().sum(), "tokens": batch.tgt_len.sum(), "exp_seg": exp_seg.detach().mean(),
-                 "K": K.mean(), "n": batch.size}
+        stats = {
+            "nll": nll.detach().sum(),
+            "tokens": batch.tgt_len.sum(),
+            "exp_seg": exp_seg.detach().mean(),
+            "K": K.mean(),
+            "n": batch.size,
+        }
         return loss, stats
 
     def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
@@ -474,10 +281,8 @@ class SegmentModel(nn.Module):
           probabilities of ``y_t`` and ``$`` are read out;
         - the dynamic program runs in float32 at least (float64 stays float64).
         """
-        x, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)
-        member, has_tok, f = self._records(batch, x)
-        enc = SegEncoding(h=h, key=self.att(h), vproj=self.out_a(h), f=f, member=member, has_tok=has_tok,
-                          rec_mask=batch.rec_mask, src_ext=batch.src_ext, state0=state0, rec_idx=None, rec_valid=None)
+        enc = self.encode(batch, training=True)
+        h, f, has_tok = enc.h, enc.f, enc.has_tok
         d = self.decode_states(enc, batch.tgt_in)  # (B, T, H)
         B, T, H = d.shape
         S, V = f.size(1), self.cfg.vocab_size
@@ -492,7 +297,9 @@ class SegmentModel(nn.Module):
         g_d = f @ self.trans_d.weight  # (B, S, H): f_j^T N
         hx = torch.cat([(h @ w_a).unsqueeze(2), torch.bmm(h, g_a.transpose(1, 2))], dim=2)
         ax = torch.bmm(flat, hx.to(flat.dtype)).view(B, T, S, S + 1)
-        logit_gen = ((d @ w_d).unsqueeze(2) + ax[..., 0] + self.gen.bias).masked_fill(~has_tok.unsqueeze(1), 50.0)
+        logit_gen = ((d @ w_d).unsqueeze(2) + ax[..., 0] + self.gen.bias).masked_fill(
+            ~has_tok.unsqueeze(1), 50.0
+        )
         dscore = torch.bmm(d, g_d.transpose(1, 2))  # (B, T, S): f_j^T N d_t
         # everything below is the dynamic program's input: float32 at least
         ft = torch.promote_types(flat.dtype, torch.float32)
@@ -516,18 +323,18 @@ class SegmentModel(nn.Module):
             res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len)
         return self._finish(batch, -res.log_z, res.expected_segments)
 
-    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """:meth:`objective` with the stats as Python numbers."""
-        return _host_stats(*self.objective(batch))
-
     # ----- single steps (decoding) ------------------------------------------------------------
     def step(self, y_prev: torch.Tensor, state):
         """One decoder step: ``y_prev (M,)`` vocab ids -> ``d (M, H)``, new state."""
         r = self.decoder  # the same weights as the batched nn.LSTM, as one fused cell step
-        h, c = torch.lstm_cell(self.dec_emb(y_prev), state, r.weight_ih_l0, r.weight_hh_l0, r.bias_ih_l0, r.bias_hh_l0)
+        h, c = torch.lstm_cell(
+            self.dec_emb(y_prev), state, r.weight_ih_l0, r.weight_hh_l0, r.bias_ih_l0, r.bias_hh_l0
+        )
         return h, (h, c)
 
-    def attend_record(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, b: torch.Tensor | None = None):
+    def attend_record(
+        self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, b: torch.Tensor | None = None
+    ):
         """Attention over the tokens of record ``k`` only (scores + context): O(N_k) per step.
 
         ``d (M, H)``, ``k (M,)``, ``b (M,)`` the input of each row (default: input 0).
@@ -547,7 +354,9 @@ class SegmentModel(nn.Module):
         a = torch.softmax(scores, dim=1) * t.valid[b, k]
         return t.pos[b, k], a, torch.bmm(a.unsqueeze(1), t.h[b, k]).squeeze(1)
 
-    def token_dist(self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int, b: torch.Tensor | None = None):
+    def token_dist(
+        self, enc: SegEncoding, d: torch.Tensor, k: torch.Tensor, n_oov: int, b: torch.Tensor | None = None
+    ):
         """Next-word distribution under record ``k`` only, for decoding: cost O(N_k) attention.
 
         ``d (M, H)``, ``k (M,)`` (``b (M,)``: input of each row, default 0) -> ``log p (M, V +
@@ -568,126 +377,12 @@ class SegmentModel(nn.Module):
         else:
             b = torch.zeros_like(k) if b is None else b
             logits = logits + torch.bmm(a.unsqueeze(1), t.vproj[b, k]).squeeze(1)
-            logit_gen = self.gen(torch.cat([d, A], dim=1)).squeeze(1).masked_fill(~t.any[b, k], 50.0)  # p_gen = 1 for r_0
+            logit_gen = (
+                self.gen(torch.cat([d, A], dim=1)).squeeze(1).masked_fill(~t.any[b, k], 50.0)
+            )  # p_gen = 1 for r_0
             ext = t.ext[b, k]
         return extended_scatter(torch.softmax(logits, dim=1), logit_gen, a, ext, n_oov), pos, a, A
 
     def full_attention(self, enc: SegEncoding, pos: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         """Record-local weights ``pos, a (R,)`` of input 0 -> a row over all source tokens ``(N,)``."""
         return torch.zeros(enc.h.size(1), dtype=a.dtype, device=a.device).index_add_(0, pos, a)
-
-
-@dataclass
-class PGEncoding:
-    h: torch.Tensor  # (B, N, H)
-    key: torch.Tensor  # (B, N, H)
-    src_mask: torch.Tensor  # (B, N)
-    src_ext: torch.Tensor  # (B, N)
-    state0: tuple[torch.Tensor, torch.Tensor]
-
-    def index(self, idx: torch.Tensor) -> PGEncoding:
-        return PGEncoding(
-            *(getattr(self, n).index_select(0, idx) for n in ("h", "key", "src_mask", "src_ext")),
-            state0=(self.state0[0].index_select(0, idx), self.state0[1].index_select(0, idx)),
-        )
-
-
-class PGModel(nn.Module):
-    """Pointer-generator baseline: attention over all source tokens, input feeding, copy."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.cfg = cfg
-        H, E, V = cfg.hidden, cfg.emb_dim, cfg.vocab_size
-        self.encoder = Encoder(cfg)
-        self.dec_emb = nn.Embedding(V, E, padding_idx=0)
-        self.cell = nn.LSTMCell(E + H, H)  # input feeding: [emb(y_{t-1}); A_{t-1}]
-        self.drop = Dropout(cfg.dropout)
-        self.att = nn.Linear(H, H, bias=False)
-        self.out = nn.Linear(2 * H, V)  # W1 d_t + W2 A_t
-        self.gen = nn.Linear(2 * H + E, 1)  # p_gen from [d_t; A_t; emb(y_{t-1})]
-
-    def encode(self, batch: Batch) -> PGEncoding:
-        _, h, state0 = self.encoder(batch.src, batch.src_len)
-        mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
-        return PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
-
-    def step(self, enc: PGEncoding, y_prev: torch.Tensor, state):
-        """One step. ``state = (h, c, A_prev)``; returns ``d, A, alpha (M, N), emb, state``."""
-        h, c, A_prev = state
-        e = self.drop(self.dec_emb(y_prev))
-        h, c = self.cell(torch.cat([e, A_prev], dim=1), (h, c))
-        d = self.drop(h)
-        alpha, A = self.attend(enc, d)
-        return d, A, alpha, e, (h, c, A)
-
-    def attend(self, enc: PGEncoding, d: torch.Tensor):
-        """Attention over all source tokens (scores + context): O(M·N) per step for M records
-        of N tokens. ``d (M, H)`` -> ``alpha (M, N_src)``, ``A (M, H)``."""
-        if enc.h.size(0) == 1:  # hypotheses of one input (no padding): shared keys, no copies
-            if d.size(0) == 1:
-                alpha = torch.softmax(torch.mv(enc.key[0], d[0]), dim=0)
-                return alpha.unsqueeze(0), torch.mv(enc.h[0].t(), alpha).unsqueeze(0)
-            alpha = torch.softmax(d @ enc.key[0].t(), dim=1)
-            return alpha, alpha @ enc.h[0]
-        scores = torch.einsum("mh,mnh->mn", d, enc.key).masked_fill(~enc.src_mask, NEG)
-        alpha = torch.softmax(scores, dim=1)
-        return alpha, torch.bmm(alpha.unsqueeze(1), enc.h).squeeze(1)
-
-    def start_state(self, enc: PGEncoding):
-        h0, c0 = enc.state0
-        return (h0, c0, torch.zeros_like(h0))
-
-    def head(self, d, A, e):
-        """``log p_vocab (…, V)`` and ``logit p_gen (…)``."""
-        dA = torch.cat([d, A], dim=-1)
-        return torch.log_softmax(self.out(dA), dim=-1), self.gen(torch.cat([dA, e], dim=-1)).squeeze(-1)
-
-    def token_dist(self, enc: PGEncoding, y_prev: torch.Tensor, state, n_oov: int):
-        """``log p (M, V + n_oov)``, ``alpha (M, N)``, new state."""
-        d, A, alpha, e, state = self.step(enc, y_prev, state)
-        dA = torch.cat([d, A], dim=-1)
-        p_vocab = torch.softmax(self.out(dA), dim=-1)
-        logit_gen = self.gen(torch.cat([dA, e], dim=-1)).squeeze(-1)
-        src_ext = enc.src_ext.expand(d.size(0), -1) if enc.src_ext.size(0) == 1 else enc.src_ext
-        return extended_scatter(p_vocab, logit_gen, alpha, src_ext, n_oov), alpha, state
-
-    def loss(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """:meth:`objective` with the stats as Python numbers."""
-        return _host_stats(*self.objective(batch))
-
-    def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
-        _, h, state0 = self.encoder(batch.src, batch.src_len, batch.host_src_len)  # = self.encode(batch)
-        mask = torch.arange(batch.src.size(1), device=h.device) < batch.src_len.unsqueeze(1)
-        enc = PGEncoding(h, self.att(h), mask, batch.src_ext, state0)
-        state = self.start_state(enc)
-        B, T = batch.tgt.shape
-        ds, As, alphas, es = [], [], [], []
-        for t in range(T):
-            d, A, alpha, e, state = self.step(enc, batch.tgt_in[:, t], state)
-            ds.append(d)
-            As.append(A)
-            alphas.append(alpha)
-            es.append(e)
-        d, A, alpha, e = (torch.stack(x, dim=1) for x in (ds, As, alphas, es))  # (B, T, ·)
-        log_pv, logit_gen = self.head(d, A, e)  # (B, T, V), (B, T)
-        V = log_pv.size(2)
-        y = batch.tgt
-        log_pv_y = log_pv.gather(2, y.clamp(max=V - 1).unsqueeze(2)).squeeze(2).masked_fill(y >= V, NEG)
-        match = (enc.src_ext.unsqueeze(1) == y.unsqueeze(2)).to(alpha.dtype)  # (B, T, N)
-        copy_y = (alpha * match).sum(2)
-        logp = mixture_logprob(log_pv_y, logit_gen, copy_y)  # (B, T)
-        mask = torch.arange(T, device=y.device).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
-        nll = -(logp * mask).sum()
-        tokens = batch.tgt_len.sum()
-        stats = {"nll": nll.detach(), "tokens": tokens, "exp_seg": nll.new_full((), math.nan), "K": batch.n_rec.float().mean(), "n": B}
-        return nll / tokens.clamp(min=1), stats
-
-
-def build_model(cfg: ModelConfig) -> SegmentModel | PGModel:
-    if cfg.kind == "seg":
-        return SegmentModel(cfg)
-    if cfg.kind == "pg":
-        return PGModel(cfg)
-    raise ValueError(f"unknown model kind {cfg.kind!r}; choose one of {MODEL_KINDS}")

@@ -1,0 +1,155 @@
+"""Beam search for the pointer-generator baseline (docs/design.md §1 "PG baseline"): no
+structural constraints exist for it; ``no_repeat_ngram`` and the value rules act as for the
+segment model. Letters: ``M`` live hypotheses, ``n_ext = V + #oov`` extended ids, ``H`` hidden."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from segviz.data import BOS_ID, EOS_ID, UNK_ID, Vocab
+from segviz.decode.beam import NO_REPEAT_NGRAM, _banned, _beam_done, _prepare, _ranked, _records_info, _word
+from segviz.decode.rules import (
+    ValueRules,
+    _absent_ids,
+    _force,
+    _just_said,
+    _owed_after,
+    _phrases,
+    repeated_ngram_ends,
+)
+from segviz.model import PGEncoding, PGModel
+from segviz.records import Record, detokenize
+from segviz.result import GenerationResult
+
+
+@dataclass
+class _PGHyp:
+    score: float
+    tokens: list[int]
+    attn: list[torch.Tensor]  # (N,) per token
+    state: tuple  # (h, c, A_prev), each (H,)
+    owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
+
+
+@dataclass
+class _PGInput:
+    enc: PGEncoding
+    V: int
+    n_ext: int
+    ban: torch.Tensor  # (n_ext,) bool: never a word
+    names: list[tuple]  # proper names copied whole once begun
+    beam: int
+    no_repeat_ngram: int
+
+
+def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
+    """One decoder step for every hypothesis: ``log p (M, n_ext)`` with the rule masks applied,
+    ``alpha (M, N)`` and the new state (each ``(M, H)``). OOV words are fed back as ``<unk>``."""
+    y = torch.tensor(
+        [h.tokens[-1] if h.tokens and h.tokens[-1] < x.V else (UNK_ID if h.tokens else BOS_ID) for h in hyps]
+    )
+    state = tuple(torch.stack([h.state[i] for h in hyps]) for i in range(3))  # 3 x (M, H)
+    raw, alpha, state = model.token_dist(x.enc, y, state, x.n_ext - x.V)  # (M, n_ext)
+    logp = raw.masked_fill(x.ban, -math.inf)
+    for m, h in enumerate(hyps):
+        rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram)
+        if rep:
+            logp[m, rep] = -math.inf
+        if h.owed:  # a proper name is being copied: only its next token
+            _force(logp[m], raw[m], h.owed)
+        else:
+            logp[m, _just_said(h.tokens, x.names)] = -math.inf
+    return logp, alpha, state
+
+
+def _expand(x: _PGInput, hyps: list[_PGHyp], logp, alpha, state, finished: list[_PGHyp]) -> list[_PGHyp]:
+    """The ``beam`` best continuations over all hypotheses and words (of the ``2 beam`` best
+    scores); those that emit ``<eos>`` go to ``finished``."""
+    flat = (logp + torch.tensor([h.score for h in hyps]).unsqueeze(1)).view(-1)  # (M * n_ext,)
+    new: list[_PGHyp] = []
+    for idx in flat.topk(min(2 * x.beam, flat.numel())).indices.tolist():
+        m, w = divmod(idx, x.n_ext)
+        h = hyps[m]
+        nh = _PGHyp(float(flat[idx]), h.tokens + [w], h.attn + [alpha[m]], (state[0][m], state[1][m], state[2][m]),
+                    _owed_after(h.owed, x.names, w))  # fmt: skip
+        (finished if w == EOS_ID else new).append(nh)
+        if len(new) >= x.beam:
+            break
+    return new
+
+
+@torch.no_grad()
+def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_penalty, no_repeat_ngram, rules):
+    """The finished hypotheses (the live ones when none finished) and the encoded input."""
+    model.eval()
+    enc_ex, batch = _prepare(vocab, records)
+    V, n_ext = len(vocab), len(vocab) + len(enc_ex.oov)
+    ban = _banned(n_ext)
+    ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
+    names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
+    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram)
+    st = model.start_state(x.enc)
+    hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
+    finished: list[_PGHyp] = []
+    for _ in range(max_len or 3 * len(enc_ex.src) + 20):
+        hyps = _expand(x, hyps, *_token_logp(model, x, hyps), finished)
+        if not hyps or _beam_done(finished, hyps, beam, length_penalty):
+            break
+    return finished or hyps, enc_ex
+
+
+def _result_from_pg(h: _PGHyp, vocab: Vocab, records, enc_ex, system: str, t0: float) -> GenerationResult:
+    ids = h.tokens[:-1] if h.tokens and h.tokens[-1] == EOS_ID else h.tokens
+    tokens = [_word(vocab, enc_ex.oov, i) for i in ids]
+    return GenerationResult(
+        system=system,
+        records=_records_info(records),
+        tokens=tokens,
+        text=detokenize(tokens, records),
+        segments=[],
+        attention=[a.tolist() for a in h.attn[: len(ids)]],
+        source_tokens=[t for r in records for t in r.tokens],
+        record_of_source_token=list(enc_ex.src_rec),
+        constraints=None,
+        scores={"log_prob": h.score, "length": len(ids) + 1},
+        elapsed_ms=(time.perf_counter() - t0) * 1000,
+    )
+
+
+def generate_pg_nbest(
+    model: PGModel,
+    vocab: Vocab,
+    records: list[Record],
+    beam: int = 5,
+    n: int | None = None,
+    *,
+    max_len: int | None = None,
+    system: str = "pg",
+    length_penalty: float = 1.0,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    rules: ValueRules | None = None,
+) -> list[GenerationResult]:
+    """Up to ``n`` (default ``beam``) PG outputs with distinct texts, best first by the
+    length-normalised score :func:`generate_pg` picks by (the first is its output). The beam
+    keeps finishing hypotheses until ``beam`` outputs are done, so ``n <= beam`` is what is
+    guaranteed (fewer when finished hypotheses repeat a text or the length budget ends first)."""
+    t0 = time.perf_counter()
+    pool, enc_ex = _pg_search(model, vocab, records, beam, max_len, length_penalty, no_repeat_ngram, rules)
+    return [
+        _result_from_pg(h, vocab, records, enc_ex, system, t0)
+        for h in _ranked(pool, n or beam, length_penalty)
+    ]
+
+
+def generate_pg(
+    model: PGModel, vocab: Vocab, records: list[Record], beam: int = 5, **options
+) -> GenerationResult:
+    """Beam search for the pointer-generator baseline (no structural constraints exist for it;
+    ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
+    :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
+    ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes."""
+    return generate_pg_nbest(model, vocab, records, beam, 1, **options)[0]

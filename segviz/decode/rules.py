@@ -1,0 +1,253 @@
+"""Word-level decoding rules shared by both systems (docs/design.md §1, §6): which words count as
+saying something (:data:`FUNCTION_WORDS`, the content rule), verbatim value mentions, the
+no-repeat n-gram rule, and the lexicon / proper-name rules of :class:`ValueRules`.
+
+Each rule is a mask over the extended vocabulary of one input, ``n_ext = V + len(oov)`` ids;
+:mod:`segviz.decode.seg` and :mod:`segviz.decode.pg` apply them to the token distribution.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+
+from segviz.data import Vocab
+from segviz.records import FUNCTION_WORDS, Record, is_function_word, tokenize  # noqa: F401
+
+_VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
+
+
+def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
+    """(n_ext,) bool: ids whose word cannot by itself realise a record (the vocabulary's part is
+    computed once per vocabulary object, not once per input)."""
+    ref, mask = _VOCAB_FUNCTION_MASKS.get(id(vocab), (None, None))
+    if ref is None or ref() is not vocab:
+        mask = torch.tensor([is_function_word(w) for w in vocab.itos])
+        _VOCAB_FUNCTION_MASKS[id(vocab)] = (weakref.ref(vocab), mask)
+    return torch.cat([mask, torch.tensor([is_function_word(w) for w in oov], dtype=torch.bool)])
+
+
+def specific_value(record: Record) -> bool:
+    """Whether saying ``record``'s value verbatim states the record: two or more words with a
+    non-function word ("coffee shop", "5 out of 5"), or one word with a capital or a digit
+    ("Italian", "1934"). A bare "low", "yes" or "riverside" is left to segments: "low" in
+    "low price range" says nothing about a customer rating."""
+    toks = record.value_tokens
+    if not toks or all(is_function_word(t) for t in toks):
+        return False
+    return len(toks) >= 2 or any(ch.isupper() or ch.isdigit() for ch in record.value)
+
+
+def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int, list[int]]:
+    """Record id (1..K) -> extended ids of its value, for :func:`specific_value` records."""
+    out = {}
+    for k, r in enumerate(records, 1):
+        if specific_value(r):
+            toks = [t.lower() for t in r.value_tokens]
+            ids = [
+                vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None
+                for t in toks
+            ]
+            if None not in ids:
+                out[k] = ids
+    return out
+
+
+def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
+    """Records whose value ends exactly at the last token of ``tokens``."""
+    return frozenset(k for k, ids in values.items() if tokens[-len(ids) :] == ids)
+
+
+def repeated_ngram_ends(tokens: list[int], n: int) -> list[int]:
+    """Words that would repeat an ``n``-gram of ``tokens`` if emitted next (``n`` = 0: none)."""
+    if n <= 0 or len(tokens) < n - 1:
+        return []
+    prefix = tokens[len(tokens) - n + 1 :]
+    return [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == prefix]
+
+
+@dataclass(frozen=True)
+class ValueRules:
+    """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
+    (:mod:`segviz.lexicon`) and do nothing without one; ``names`` acts on unseen proper names (a
+    capitalised value or WebNLG subject with a word outside the vocabulary): once its first
+    content word is out it is copied whole, and its record's segment ends only after the value
+    has been said. ``rules=None`` is the paper's decoding."""
+
+    lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
+    absent: bool | None = True  # no lexicon word that the input does not hold (None: with a plan)
+    own: bool | None = (
+        True  # a segment says no other record's lexicon word, a null one none (None: with a plan)
+    )
+    names: bool = (
+        True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
+    )
+    fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
+    paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
+
+
+VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
+RULE_SWITCHES = ("names", "absent", "own", "fillers", "paraphrases")  # what "+rule" / "-rule" switch on or off
+DEFAULT_VALUE_RULES = "auto"
+_PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
+    "none": dict(names=False, absent=False, own=False, fillers=False, paraphrases=False),
+    "names": dict(names=True, absent=False, own=False, fillers=False, paraphrases=False),
+    "absent": dict(names=True, absent=True, own=False, fillers=False, paraphrases=False),
+    "auto": dict(names=True, absent=None, own=None, fillers=False, paraphrases=False),
+    "all": dict(names=True, absent=True, own=True, fillers=False, paraphrases=False),
+}
+
+
+def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> ValueRules | None:
+    """The :class:`ValueRules` called ``name``: a preset of :data:`VALUE_RULES`, optionally
+    followed by switches ``+rule`` / ``-rule`` (:data:`RULE_SWITCHES`), e.g. ``auto+fillers`` or
+    ``none+fillers``; None when nothing is on (the paper's decoding). Presets: ``names`` completes
+    unseen proper names, ``absent`` adds the absent rule, ``auto`` (the default) adds the absent
+    and own rules when a plan is forced (where each segment must say its own record: the Plan
+    editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
+    function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
+    verbatim value is) once a lexicon word of its value is said ("moderately priced" for
+    ``priceRange[moderate]``, :func:`_said_ids`) under r / rm. Chosen on the tuning half of dev
+    (docs/design.md §6)."""
+    preset, *switches = re.split(r"(?=[+-])", name.strip())
+    if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
+        raise ValueError(
+            f"value rules must be one of {VALUE_RULES} followed by +rule / -rule switches "
+            f"(rules: {', '.join(RULE_SWITCHES)}), got {name!r}"
+        )
+    fields = dict(_PRESETS[preset])
+    for s in switches:
+        fields[s[1:]] = s[0] == "+"
+    if not any(v is not False for v in fields.values()):
+        return None
+    return ValueRules(lexicon or {}, **fields)
+
+
+def parse_value_rules(name: str) -> str:
+    """argparse ``type=`` for ``--value-rules``: ``name`` if :func:`value_rules` accepts it."""
+    import argparse
+
+    try:
+        value_rules(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
+
+
+def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
+    return [
+        vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w)
+        for w in words
+        if w in vocab.stoi or w in oov
+    ]
+
+
+def _absent_ids(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, planned: bool = False
+) -> list[int]:
+    """Ids of lexicon words none of whose features the input holds (banned under ``rules.absent``)."""
+    if not rules or not (rules.absent or (rules.absent is None and planned)) or not rules.lexicon:
+        return []
+    from segviz.lexicon import features
+
+    held = set().union(*(features(r) for r in records))
+    words = {t.lower() for r in records for t in r.tokens}
+    return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
+
+
+NEGATIONS = frozenset("not no non n't nor never without".split())  # never a paraphrase alone
+
+
+def _said_ids(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+) -> dict[int, frozenset[int]]:
+    """Record id (1..K) -> ids of lexicon words that state its value (``rules.paraphrases``):
+    words of its ``value:`` or ``tok:`` features ("moderately" for ``priceRange[moderate]``,
+    "families" for ``familyFriendly[yes]``), and for a yes / no value any word of its attribute
+    ("friendly"); negations, and words of another record's value, never. Words of an attribute
+    alone ("serving", "rating") do not state a value and do not count."""
+    if not rules or not rules.paraphrases or not rules.lexicon:
+        return {}
+    from segviz.lexicon import features
+
+    out = {}
+    for k, r in enumerate(records, 1):
+        mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
+        others = {t.lower() for j, q in enumerate(records, 1) if j != k for t in q.tokens}
+        words = {w for w, fs in rules.lexicon.items() if fs & mine} - NEGATIONS - others
+        out[k] = frozenset(_ids(vocab, oov, words))
+    return out
+
+
+def _own_mask(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, planned: bool = False
+) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k bans the lexicon words of the other records' features that record
+    k does not hold itself; row 0 (null) bans every record's. None when the rule is off."""
+    if not rules or not (rules.own or (rules.own is None and planned)) or not rules.lexicon:
+        return None
+    from segviz.lexicon import features
+
+    feats = [features(r) for r in records]
+    owned = [{w for w, fs in rules.lexicon.items() if fs & f} for f in feats]
+    mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
+    mask[0, _ids(vocab, oov, set().union(*owned))] = True
+    for k, r in enumerate(records, 1):
+        own = owned[k - 1] | {t.lower() for t in r.tokens}
+        mask[k, _ids(vocab, oov, set().union(*owned[: k - 1], *owned[k:]) - own)] = True
+    return mask
+
+
+def _phrases(
+    vocab: Vocab,
+    oov: list[str],
+    records: list[Record],
+    rules: ValueRules | None,
+    values_only: bool = False,
+    seen_too: bool = False,
+) -> dict[int, list[tuple]]:
+    """Record id (1..K) -> extended-id sequences of its unseen proper names (``rules.names``): its
+    capitalised value and WebNLG subject when a word of it is out of the vocabulary, from their
+    first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much). Names of 2+
+    tokens only, or with ``values_only`` (the names a segment must say) the value alone.
+    ``seen_too`` (under a forced plan, where every segment must say its own record): every name."""
+    if not rules or not rules.names:
+        return {}
+    out: dict[int, list[tuple]] = {}
+    for k, r in enumerate(records, 1):
+        for text in (r.value,) if values_only else (r.value, r.subject or ""):
+            toks = tokenize(text.replace("_", " ").strip().strip('"'))
+            toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
+            unseen = any(t not in vocab.stoi for t in toks)  # a name the model cannot say from its vocabulary
+            if (
+                (unseen or seen_too)
+                and len(toks) >= (1 if values_only else 2)
+                and any(ch.isupper() for ch in text)
+            ):
+                ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
+                out.setdefault(k, []).append(ids)
+    return out
+
+
+def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
+    """Tokens still owed after emitting ``v``: the rest of the name being copied, or of a name
+    that ``v`` begins."""
+    if owed:
+        return owed[1:]
+    return next((p[1:] for p in phrases if p[0] == v), ())
+
+
+def _just_said(tokens: list[int], phrases: list[tuple]) -> list[int]:
+    """The words of a name that ``tokens`` end with (not to be repeated right away)."""
+    return [t for p in phrases if len(tokens) >= len(p) and tuple(tokens[-len(p) :]) == p for t in p]
+
+
+def _force(row: torch.Tensor, raw: torch.Tensor, owed: tuple) -> None:
+    """Leave only the next owed token in ``row`` (with its unmasked score)."""
+    keep = raw[owed[0]].clone()
+    row.fill_(-math.inf)
+    row[owed[0]] = keep

@@ -1,0 +1,407 @@
+"""Segment-by-segment beam search for the segment model (paper §4 "Decoding", docs/design.md §1).
+
+Letters as in :mod:`segviz.model`: ``S = K + 1`` states, ``V`` vocabulary, ``n_ext = V + #oov``
+extended ids, ``H`` hidden size, ``M_w`` hypotheses inside a segment (about to emit a word or
+``$``), ``M_b`` hypotheses at a boundary (about to choose a record).
+
+One step of :meth:`SegmentDecoder.search_n`: word candidates (the token distribution under each
+hypothesis' record with the rule masks applied), record candidates at a boundary (the transition
+model), selection into two beams, advancing the chosen hypotheses, and one batched decoder step
+for those that emitted a word.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from segviz import dp
+from segviz.constraints import Constraint, constraint
+from segviz.data import BOS_ID, EOS_ID, EOSEG_ID, UNK_ID, Vocab
+from segviz.decode.beam import _banned, _beam_done, _prepare, _ranked
+from segviz.decode.rules import (
+    ValueRules,
+    _absent_ids,
+    _force,
+    _function_mask,
+    _just_said,
+    _mentioned_now,
+    _owed_after,
+    _own_mask,
+    _phrases,
+    _said_ids,
+    _value_ids,
+    repeated_ngram_ends,
+)
+from segviz.model import SegEncoding, SegmentModel
+from segviz.records import Record
+
+Cand = tuple[float, int, str, int]  # (score, hypothesis index, "w" word / "r" record, id)
+
+
+def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
+    """Records that word ``v`` states by a paraphrase (``ValueRules.paraphrases``)."""
+    return frozenset(k for k, ids in said.items() if v in ids)
+
+
+@dataclass
+class _SegHyp:
+    """A partial output: its actions' log-probability, words, segments and decoder state."""
+
+    state: tuple  # LSTM (h, c) after the last token, each (H,)
+    d: torch.Tensor  # decoder output that reads the next token (H,)
+    A_last: torch.Tensor  # context of the last token under k (H,)
+    score: float = 0.0
+    tokens: list[int] = field(default_factory=list)
+    segments: list[list] = field(default_factory=list)  # [start, end, state]
+    attn: list = field(default_factory=list)  # (pos (R,), a (R,)) per token; (N,) once finished
+    k: int = -1  # current record, -1 before the first segment
+    boundary: bool = True  # the next action chooses a record (after "$" or at the start)
+    seg_len: int = 0
+    realised: frozenset = frozenset()
+    plan_pos: int = 0  # plan records realised so far
+    content: bool = False  # the current segment has a word that is not a function word
+    mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
+    owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
+    named: bool = False  # the current segment has said its record's proper name whole
+    filler: bool = False  # a realised record's segment again: function words and punctuation only
+
+
+@dataclass
+class _Input:
+    """What one search reads about its input and settings, computed once per call."""
+
+    enc: SegEncoding
+    oov: list[str]
+    src_rec: list[int]
+    V: int
+    n_ext: int
+    S: int
+    L: int  # longest segment (more while a proper name is owed)
+    max_len: int
+    level: Constraint
+    plan: list[int] | None
+    beam: int
+    sample: torch.Generator | None
+    no_repeat_ngram: int
+    ban: torch.Tensor  # (n_ext,) bool: never a word
+    own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words
+    phrases: dict  # k -> proper names that, once begun, are copied whole
+    must: dict  # k -> proper names record k's segment must say before it ends
+    func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
+    values: dict  # k -> ids of a specific value (mention rule), {} when off
+    said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
+    fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
+    func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
+    all_recs: frozenset
+
+
+@dataclass
+class _Emitted:
+    """The record-local attention of the word step, to extend the hypotheses that emit a word:
+    row ``at[m]`` of ``pos, a (M_w, R)`` and ``A (M_w, H)``."""
+
+    at: dict[int, int]
+    pos: torch.Tensor | None = None
+    a: torch.Tensor | None = None
+    A: torch.Tensor | None = None
+
+
+class SegmentDecoder:
+    """Beam search that follows the paper's generative process, one action per step.
+
+    A hypothesis either emits a word (or ``$``) from its current record's distribution, which
+    costs an attention over that record's tokens only (O(N)), or, after ``$``, chooses the next
+    record from the transition model (eq. 3, O(M)). The decoder state is not advanced by ``$``
+    nor by the record choice. Hypotheses of one beam may thus sit at different positions; all
+    scores are log-probabilities of the actions taken.
+    """
+
+    def __init__(self, model: SegmentModel, vocab: Vocab):
+        self.model, self.vocab = model, vocab
+
+    def search(self, records: list[Record], constraints: str | Constraint = "rm", beam: int = 5, **kw):
+        """Best hypothesis (or ``None``), the source OOV words and the source record ids; the
+        arguments are those of :meth:`search_n` (without ``n``)."""
+        ranked, oov, src_rec = self.search_n(records, constraints, beam, n=1, **kw)
+        return (ranked[0] if ranked else None), oov, src_rec
+
+    @torch.no_grad()
+    def search_n(
+        self,
+        records: list[Record],
+        constraints: str | Constraint = "rm",
+        beam: int = 5,
+        plan: list[int] | None = None,
+        max_len: int | None = None,
+        length_penalty: float = 1.0,
+        sample: torch.Generator | None = None,
+        content_rule: bool | None = None,
+        mentions: bool | None = None,
+        no_repeat_ngram: int = 0,
+        rules: ValueRules | None = None,
+        n: int = 1,
+    ) -> tuple[list[_SegHyp], list[str], torch.Tensor]:
+        """Up to ``n`` finished hypotheses with distinct token sequences, best first by
+        ``log p / length ** length_penalty``, the source OOV words and the source record ids.
+        The search stops once ``beam`` outputs are finished (and no live one ranks higher), so
+        ``n <= beam`` outputs are what is guaranteed when any is; fewer when fewer finish.
+
+        ``constraints``: a level of :data:`segviz.constraints.CONSTRAINTS` (or a
+        :class:`~segviz.constraints.Constraint`). ``plan`` is a list of record ids (1..K): the
+        segment records must follow it in order (null segments allowed between) and ``<eos>``
+        waits until it is complete. ``sample`` draws each record choice from the transition
+        model instead of maximising (words stay greedy); used with ``beam=1`` for
+        :func:`sample_structures`. ``content_rule`` (default: on when the level tracks realised
+        records, and with plans) keeps a real record's segment open until it holds a word that
+        is not a function word. ``mentions`` (default: on for such levels without a plan)
+        counts a record as realised once its value appears verbatim anywhere in the text.
+        ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output. ``rules``: the
+        lexicon rules of :class:`ValueRules` (none by default).
+        """
+        self.model.eval()
+        x = self._input(records, constraint(constraints), beam, plan, max_len, sample, content_rule, mentions,
+                        no_repeat_ngram, rules)  # fmt: skip
+        finished = self._run(x, length_penalty)
+        ranked = _ranked(finished, n, length_penalty)
+        for h in ranked:  # record-local attention -> rows over all source tokens
+            h.attn = [self.model.full_attention(x.enc, p, a) for p, a in h.attn]
+        return ranked, x.oov, torch.tensor(x.src_rec)
+
+    def _input(
+        self, records, level, beam, plan, max_len, sample, content_rule, mentions, no_repeat_ngram, rules
+    ):
+        """The :class:`_Input` of one call: the encoding and the rule masks (docs/design.md §6)."""
+        vocab, planned = self.vocab, bool(plan)
+        enc_ex, batch = _prepare(vocab, records)
+        V, oov = len(vocab), enc_ex.oov
+        n_ext = V + len(oov)
+        ban = _banned(n_ext)
+        ban[EOSEG_ID] = False  # "$" is an action here
+        ban[_absent_ids(vocab, oov, records, rules, planned)] = True
+        if content_rule is None:
+            content_rule = level.counts_realised or planned
+        if mentions is None:
+            mentions = level.counts_realised and not planned
+        return _Input(
+            enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
+            L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
+            beam=beam, sample=sample, no_repeat_ngram=no_repeat_ngram, ban=ban,
+            own_mask=_own_mask(vocab, oov, records, rules, planned),
+            phrases=_phrases(vocab, oov, records, rules, seen_too=planned),  # under a plan: every name
+            must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
+            func=_function_mask(vocab, oov) if content_rule else None,
+            values=_value_ids(vocab, oov, records) if mentions else {},
+            said=_said_ids(vocab, oov, records, rules) if mentions else {},
+            fillers=bool(rules and rules.fillers), func_all=_function_mask(vocab, oov),
+            all_recs=frozenset(range(1, len(records) + 1)),
+        )  # fmt: skip
+
+    def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
+        """The beam search proper; returns the finished hypotheses in the order they finished."""
+        d, state = self.model.step(torch.tensor([BOS_ID]), x.enc.state0)  # (1, H)
+        hyps = [_SegHyp(state=(state[0][0], state[1][0]), d=d[0], A_last=torch.zeros_like(d[0]))]
+        finished: list[_SegHyp] = []
+        for _ in range(3 * x.max_len + 2 * x.S):
+            cands, emitted = self._word_cands(x, hyps)
+            cands += self._record_cands(x, hyps)
+            cands = [c for c in cands if math.isfinite(c[0])]
+            if not cands:
+                break
+            cands.sort(key=lambda c: -c[0])
+            hyps = self._select(x, hyps, cands, emitted, finished)
+            if not hyps or _beam_done(finished, hyps, x.beam, length_penalty):
+                break
+        return finished
+
+    # ----- word candidates ---------------------------------------------------------------
+    def _word_cands(self, x: _Input, hyps: list[_SegHyp]) -> tuple[list[Cand], _Emitted]:
+        """Candidates of the hypotheses inside a segment: the ``beam`` best words (or ``$``) of
+        each, from its record's distribution with every rule's mask applied."""
+        words = [m for m, h in enumerate(hyps) if not h.boundary]
+        emitted = _Emitted({m: i for i, m in enumerate(words)})
+        if not words:
+            return [], emitted
+        dW = torch.stack([hyps[m].d for m in words])  # (M_w, H)
+        kW = torch.tensor([hyps[m].k for m in words])  # (M_w,)
+        raw, emitted.pos, emitted.a, emitted.A = self.model.token_dist(
+            x.enc, dW, kW, x.n_ext - x.V
+        )  # (M_w, n_ext)
+        dist = raw.masked_fill(x.ban, -math.inf)
+        if x.own_mask is not None:
+            dist = dist.masked_fill(x.own_mask[kW.clamp(min=0)], -math.inf)
+        cands: list[Cand] = []
+        for i, m in enumerate(words):
+            h, row = hyps[m], dist[i]  # (n_ext,)
+            self._mask_structure(x, h, row)
+            if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
+                row[~x.func_all] = -math.inf
+            rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram)
+            if rep:
+                row[rep] = -math.inf
+            self._mask_names(x, h, row, raw[i])
+            if x.sample is not None:
+                w = int(row.argmax())
+                cands.append((h.score + float(row[w]), m, "w", w))
+            else:
+                top = row.topk(min(x.beam, x.n_ext))
+                cands += [
+                    (h.score + float(v), m, "w", int(w)) for v, w in zip(top.values, top.indices, strict=True)
+                ]
+        return cands, emitted
+
+    def _mask_structure(self, x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
+        """Where the segment may end (``$``) and the text may end (``<eos>``): segments are
+        non-empty and cut at ``L`` tokens; ``<eos>`` waits for the constraint level or plan; a
+        proper name owed and (content rule) a segment that has said nothing yet keep it open."""
+        name_owed = bool(x.must.get(h.k)) and not h.named and not h.filler
+        if h.seg_len == 0:  # segments are non-empty
+            row[EOSEG_ID] = row[EOS_ID] = -math.inf
+        elif h.seg_len >= x.L + (max(map(len, x.must[h.k])) if name_owed else 0):  # cut
+            keep = row[[EOSEG_ID, EOS_ID]].clone()
+            row.fill_(-math.inf)
+            row[[EOSEG_ID, EOS_ID]] = keep
+        if not self._may_end(x, h):
+            row[EOS_ID] = -math.inf
+        if name_owed:  # a proper name ends its segment only once said whole
+            row[EOSEG_ID] = row[EOS_ID] = -math.inf
+        if x.func is not None and h.k > 0 and not h.content and not h.filler:  # nothing said yet: no end
+            row[EOSEG_ID] = row[EOS_ID] = -math.inf
+
+    @staticmethod
+    def _mask_names(x: _Input, h: _SegHyp, row: torch.Tensor, raw: torch.Tensor) -> None:
+        """``ValueRules.names``: a proper name being copied leaves only its next token (with its
+        unmasked score); a name just said whole may not repeat its words at once ("Café café")."""
+        if h.owed:
+            _force(row, raw, h.owed)
+        else:
+            row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
+
+    # ----- record candidates -------------------------------------------------------------
+    def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
+        """Candidates of the hypotheses at a boundary: every record the constraints allow, from
+        the initial (eq. 3 at t = 0) or transition distribution; one sampled record with ``sample``."""
+        bounds = [m for m, h in enumerate(hyps) if h.boundary]
+        if not bounds:
+            return []
+        dB = torch.stack([hyps[m].d for m in bounds])  # (M_b, H)
+        kB = torch.tensor([max(hyps[m].k, 0) for m in bounds])  # (M_b,)
+        trans = self.model.transition_step(
+            x.enc, torch.stack([hyps[m].A_last for m in bounds]), dB, kB
+        )  # (M_b, S)
+        init = self.model.initial(x.enc, dB)  # (M_b, S)
+        cands: list[Cand] = []
+        for i, m in enumerate(bounds):
+            h = hyps[m]
+            row = (trans[i] if h.k >= 0 else init[i]).clone()  # (S,)
+            row[row < dp.NEG / 2] = -math.inf
+            blocked = self._blocked(x, h)
+            if x.fillers:  # a realised record may open a filler segment (docs/design.md §6)
+                blocked = [j for j in blocked if j not in h.realised | h.mentioned]
+            if blocked:
+                row[blocked] = -math.inf
+            if x.sample is None:
+                cands += [(h.score + float(row[j]), m, "r", j) for j in range(x.S) if math.isfinite(row[j])]
+            elif torch.isfinite(row).any():
+                j = int(torch.multinomial(torch.softmax(row, 0), 1, generator=x.sample))
+                cands.append((h.score + float(row[j]), m, "r", j))
+        return cands
+
+    @staticmethod
+    def _blocked(x: _Input, h: _SegHyp) -> list[int]:
+        """Records that hypothesis ``h`` may not choose next."""
+        if x.plan:
+            nxt = x.plan[h.plan_pos] if h.plan_pos < len(x.plan) else None
+            return [j for j in range(1, x.S) if j != nxt]
+        if x.level.no_repeat:
+            return sorted(h.realised | h.mentioned)
+        return []
+
+    @staticmethod
+    def _may_end(x: _Input, h: _SegHyp) -> bool:
+        if x.plan:
+            return h.plan_pos >= len(x.plan)
+        if x.level.cover_all:
+            return (h.realised | h.mentioned) >= x.all_recs
+        return True
+
+    # ----- selection and advancing -------------------------------------------------------
+    def _select(
+        self, x: _Input, hyps: list[_SegHyp], cands: list[Cand], emitted: _Emitted, finished: list[_SegHyp]
+    ) -> list[_SegHyp]:
+        """The next beam from ``cands`` (best first). Two beams: hypotheses about to choose a
+        record (after ``$``) and hypotheses inside a segment keep ``beam`` places each, so that
+        boundary actions never starve the words. Finished ones go to ``finished``."""
+        room = {True: 1 if x.sample is not None else x.beam, False: 1 if x.sample is not None else x.beam}
+        new_hyps: list[_SegHyp] = []
+        advance: list[tuple[_SegHyp, int]] = []  # hypotheses that emitted a word
+        for score, m, kind, v in cands:
+            if room[True] <= 0 and room[False] <= 0:
+                break
+            next_is_boundary = kind == "w" and v == EOSEG_ID
+            if room[next_is_boundary] <= 0:
+                continue
+            room[next_is_boundary] -= 1
+            if x.sample is not None:
+                room = {True: 0, False: 0}
+            h = hyps[m]
+            if kind == "r":
+                new_hyps.append(self._choose_record(x, h, score, v))
+            elif v == EOSEG_ID:
+                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False))
+            else:
+                nh = self._emit(x, h, m, score, v, emitted)
+                if v == EOS_ID:
+                    finished.append(nh)
+                elif len(nh.tokens) >= x.max_len:  # length budget spent: keep it only if it may end
+                    if self._may_end(x, nh):
+                        finished.append(nh)
+                else:
+                    new_hyps.append(nh)
+                    advance.append((nh, v))
+        self._step_decoder(x, advance)
+        return new_hyps
+
+    @staticmethod
+    def _choose_record(x: _Input, h: _SegHyp, score: float, j: int) -> _SegHyp:
+        """``h`` after choosing record ``j`` (0: null): a new, empty segment; a filler segment
+        when ``j`` is a record the constraints or the plan have already had said."""
+        again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
+        filler = x.fillers and j > 0 and j in again
+        return replace(
+            h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
+            boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
+            plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
+            named=False, filler=filler,
+        )  # fmt: skip
+
+    @staticmethod
+    def _emit(x: _Input, h: _SegHyp, m: int, score: float, v: int, emitted: _Emitted) -> _SegHyp:
+        """Hypothesis ``m`` (``h``) after emitting word ``v`` in its current segment (its decoder
+        state is advanced afterwards, in :meth:`_step_decoder`)."""
+        i = emitted.at[m]
+        segments = [list(s) for s in h.segments]
+        segments[-1][1] = len(h.tokens) + 1
+        tokens = h.tokens + [v]
+        said = any(tokens[-len(q) :] == list(q) and len(q) <= h.seg_len + 1 for q in x.must.get(h.k, ()))
+        return replace(
+            h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
+            boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
+            content=h.content or (x.func is not None and not bool(x.func[v])),
+            mentioned=h.mentioned | _mentioned_now(x.values, tokens) | _said_now(x.said, v),
+            owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
+        )  # fmt: skip
+
+    def _step_decoder(self, x: _Input, advance: list[tuple[_SegHyp, int]]) -> None:
+        """Advance the decoder of the word-emitting hypotheses in one batched step (OOV copies
+        are fed back as ``<unk>``)."""
+        if not advance:
+            return
+        y = torch.tensor([v if v < x.V else UNK_ID for _, v in advance])  # (M,)
+        hs = torch.stack([nh.state[0] for nh, _ in advance])  # (M, H)
+        cs = torch.stack([nh.state[1] for nh, _ in advance])  # (M, H)
+        d_new, (hs, cs) = self.model.step(y, (hs, cs))
+        for i, (nh, _) in enumerate(advance):
+            nh.state, nh.d = (hs[i], cs[i]), d_new[i]

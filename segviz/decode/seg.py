@@ -1,0 +1,157 @@
+"""The segment model's outputs as :class:`GenerationResult`: the best (:func:`generate_seg`), the
+n best (:func:`generate_seg_nbest`), and diverse structures (:func:`sample_structures`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+from segviz.constraints import Constraint, constraint
+from segviz.data import EOS_ID, Vocab
+from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _records_info, _word
+from segviz.decode.rules import ValueRules
+from segviz.decode.search import SegmentDecoder, _SegHyp
+from segviz.model import SegmentModel
+from segviz.records import Record, detokenize
+from segviz.result import GenerationResult
+
+log = logging.getLogger(__name__)
+
+
+def _check_plan(plan: list[int] | None, K: int) -> None:
+    if plan is not None and (sorted(plan) != sorted(set(plan)) or any(not 1 <= p <= K for p in plan)):
+        raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
+
+
+def _search_with_fallback(dec: SegmentDecoder, records, constraints, beam, plan, rules, content_rule, mentions, n,
+                          **common) -> tuple[list[_SegHyp], list[str], torch.Tensor, bool]:  # fmt: skip
+    """What the constraints ask, then with a 4x wider beam, then without constraints (the
+    result says so: the last value is ``fallback_used``), then without the value rules too."""
+    tries = [(constraints, beam, plan, rules, content_rule, mentions), (constraints, 4 * beam, plan, rules, content_rule, mentions),
+             ("none", beam, None, rules, None, None), ("none", beam, None, None, None, None)]  # fmt: skip
+    for i, (level, width, p, r, content, ment) in enumerate(tries):
+        if i == 3 and rules is None:
+            break
+        ranked, oov, src_rec = dec.search_n(
+            records, level, width, p, rules=r, content_rule=content, mentions=ment, n=n, **common
+        )
+        if ranked:
+            return ranked, oov, src_rec, i >= 2
+        if i == 1:
+            log.warning(
+                "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
+                constraints,
+                plan,
+            )
+    raise RuntimeError(
+        "decoding produced no hypothesis"
+    )  # pragma: no cover - unconstrained search ends at max_len
+
+
+def _result_from_seg(
+    hyp: _SegHyp, vocab: Vocab, oov, records, src_rec, system, constraints, plan, fallback, t0
+) -> GenerationResult:
+    ids = hyp.tokens[:-1] if hyp.tokens and hyp.tokens[-1] == EOS_ID else hyp.tokens
+    T = len(ids)
+    tokens = [_word(vocab, oov, i) for i in ids]
+    return GenerationResult(
+        system=system,
+        records=_records_info(records),
+        tokens=tokens,
+        text=detokenize(tokens, records),
+        segments=_clip(hyp.segments, T),
+        attention=[a.tolist() for a in hyp.attn[:T]],
+        source_tokens=[t for r in records for t in r.tokens],
+        record_of_source_token=src_rec.tolist(),
+        plan=plan,
+        constraints=constraints,
+        scores={"log_prob": hyp.score, "length": len(hyp.tokens)},
+        fallback_used=fallback,
+        elapsed_ms=(time.perf_counter() - t0) * 1000,
+    )
+
+
+def generate_seg_nbest(
+    model: SegmentModel,
+    vocab: Vocab,
+    records: list[Record],
+    constraints: str | Constraint = "rm",
+    beam: int = 5,
+    n: int | None = None,
+    *,
+    plan: list[int] | None = None,
+    system: str = "seg",
+    length_penalty: float = 1.0,
+    max_len: int | None = None,
+    no_repeat_ngram: int = NO_REPEAT_NGRAM,
+    content_rule: bool | None = None,
+    mentions: bool | None = None,
+    rules: ValueRules | None = None,
+) -> list[GenerationResult]:
+    """Up to ``n`` (default ``beam``) outputs with distinct texts for ``records``, best first by
+    the length-normalised score :func:`generate_seg` picks by, so the first is its output.
+
+    The beam keeps finishing hypotheses until ``beam`` outputs are done, so ``n <= beam`` is
+    what is guaranteed (fewer when several finished hypotheses say the same words, or when the
+    length budget ends the search first). Arguments as in :func:`generate_seg`; all results
+    share one ``fallback_used``."""
+    t0 = time.perf_counter()
+    _check_plan(plan, len(records))
+    name = constraint(constraints).name
+    dec = SegmentDecoder(model, vocab)
+    ranked, oov, src_rec, fallback = _search_with_fallback(
+        dec, records, constraints, beam, plan, rules, content_rule, mentions, n or beam,
+        max_len=max_len, length_penalty=length_penalty, no_repeat_ngram=no_repeat_ngram,
+    )  # fmt: skip
+    return [
+        _result_from_seg(h, vocab, oov, records, src_rec, system, name, plan, fallback, t0) for h in ranked
+    ]
+
+
+def generate_seg(
+    model: SegmentModel,
+    vocab: Vocab,
+    records: list[Record],
+    constraints: str | Constraint = "rm",
+    beam: int = 5,
+    plan: list[int] | None = None,
+    system: str = "seg",
+    **options,
+) -> GenerationResult:
+    """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``):
+    the first of :func:`generate_seg_nbest`, whose keyword ``options`` (``length_penalty``,
+    ``max_len``, ``no_repeat_ngram``, ``content_rule``, ``mentions``, ``rules``) and defaults it
+    takes (content and mention rules on with r/rm, no value rules)."""
+    return generate_seg_nbest(
+        model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options
+    )[0]
+
+
+def sample_structures(
+    model: SegmentModel, vocab: Vocab, records: list[Record], n: int = 5, seed: int = 0, beam: int = 5
+) -> list[GenerationResult]:
+    """Diverse structures (paper appendix B): sample record orders from the transition model,
+    then decode each distinct plan with plan forcing. Returns up to ``n`` distinct plans."""
+    gen = torch.Generator().manual_seed(seed)
+    dec = SegmentDecoder(model, vocab)
+    plans: list[list[int]] = []
+    for _ in range(4 * n):
+        # sample under +R (sampling under +RM can wander until the length budget runs out);
+        # records the sample skipped are appended to its order
+        hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
+        if hyp is None:
+            continue
+        order = []
+        for _, _, j in hyp.segments:
+            if j > 0 and j not in order:
+                order.append(j)
+        order += [j for j in range(1, len(records) + 1) if j not in order]
+        if order not in plans:
+            plans.append(order)
+        if len(plans) >= n:
+            break
+    return [
+        generate_seg(model, vocab, records, "rm", beam, plan=p, system="seg (sampled plan)") for p in plans
+    ]
