@@ -19,6 +19,7 @@ Nothing is ever unpickled: a corrupted or foreign file raises :class:`Checkpoint
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -59,7 +60,8 @@ class Checkpoint:
         :data:`segviz.decode.DEFAULT_VALUE_RULES`."""
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
-        return value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
+        rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
+        return dataclasses.replace(rules, dataset=self.dataset) if rules is not None else None
 
     @property
     def model_config(self) -> ModelConfig:

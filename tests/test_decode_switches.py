@@ -110,3 +110,53 @@ def test_paraphrases_stop_plus_rm_repeating_a_price(e2e_seg):
         assert (rep.wrong, rep.repeated, rep.missing) == (0, 0, 0)
     text, rep = out["auto"]
     assert "moderately priced" in text and "moderate price range" in text and rep.repeated == 1
+
+
+def _result(records, pieces):
+    """A GenerationResult spelling ``pieces`` [(text, record 1..K | None)] (no attention)."""
+    from segviz.records import tokenize
+    from segviz.result import GenerationResult
+
+    tokens, segments = [], []
+    for text, k in pieces:
+        toks = tokenize(text)
+        segments.append((len(tokens), len(tokens) + len(toks), k))
+        tokens += toks
+    return GenerationResult("seg", [], tokens, " ".join(t for t, _ in pieces), segments, [], [], [])
+
+
+def test_rerank_takes_the_first_candidate_with_fewest_faults():
+    from segviz.rerank import faults, rerank
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    repeated = _result(records, [("The Eagle is a cheap pub", 1), ("that is cheap .", 3)])  # name's segment says 2, 3
+    wrong_seg = _result(records, [("The Eagle", 1), ("is a cheap", 2), ("pub .", 3)])  # each segment off
+    good = _result(records, [("The Eagle", 1), ("is a", None), ("pub", 2), ("with cheap food .", 3)])
+    also_good = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    assert [faults("e2e", records, c) for c in (repeated, good, also_good)] == [1, 0, 0]
+    assert faults("e2e", records, wrong_seg) == 2  # two segments saying another record's value
+    best = rerank("e2e", records, [repeated, wrong_seg, good, also_good])
+    assert best is good  # fewest faults; the model's order breaks the tie
+    assert (best.scores["rerank_rank"], best.scores["rerank_faults"], best.scores["rerank_faults_before"]) == (2, 0, 1)
+    assert rerank("e2e", records, [also_good, good]) is also_good
+    with pytest.raises(ValueError):
+        rerank("e2e", records, [])
+
+
+def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):
+    """``+rerank``: the output is one of the n-best list, with fewer faults than the model's best
+    (here under the reversed plan, where the model's best has a fault and the next one none)."""
+    from segviz.rerank import faults
+
+    records = parse_e2e_mr(
+        "name[Browns Cambridge], eatType[coffee shop], food[Chinese], customer rating[1 out of 5], "
+        "area[riverside], familyFriendly[yes], near[Crowne Plaza Hotel]"
+    )
+    plan = list(range(len(records), 0, -1))
+    kw = dict(plan=plan)
+    nbest = decode.generate_seg_nbest(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=e2e_seg.rules("auto"), **kw)
+    res = decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=e2e_seg.rules("auto+rerank"), **kw)
+    counts = [faults("e2e", records, c) for c in nbest]
+    assert counts[0] > min(counts)
+    assert res.text == nbest[counts.index(min(counts))].text
+    assert (res.scores["rerank_faults"], res.scores["rerank_faults_before"]) == (min(counts), counts[0])

@@ -151,5 +151,10 @@ def generate_pg(
     """Beam search for the pointer-generator baseline (no structural constraints exist for it;
     ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
     :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
-    ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes."""
-    return generate_pg_nbest(model, vocab, records, beam, 1, **options)[0]
+    ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes; ``rules.rerank``
+    as for :func:`~segviz.decode.seg.generate_seg`."""
+    from segviz.decode.seg import _reranked
+
+    rules = options.get("rules")
+    n = beam if rules is not None and rules.rerank else 1
+    return _reranked(rules, records, generate_pg_nbest(model, vocab, records, beam, n, **options))

@@ -88,17 +88,19 @@ class ValueRules:
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
+    rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
+    dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "fillers", "paraphrases")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "fillers", "paraphrases", "rerank")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, fillers=False, paraphrases=False),
-    "names": dict(names=True, absent=False, own=False, fillers=False, paraphrases=False),
-    "absent": dict(names=True, absent=True, own=False, fillers=False, paraphrases=False),
-    "auto": dict(names=True, absent=None, own=None, fillers=False, paraphrases=False),
-    "all": dict(names=True, absent=True, own=True, fillers=False, paraphrases=False),
+    "none": dict(names=False, absent=False, own=False, fillers=False, paraphrases=False, rerank=False),
+    "names": dict(names=True, absent=False, own=False, fillers=False, paraphrases=False, rerank=False),
+    "absent": dict(names=True, absent=True, own=False, fillers=False, paraphrases=False, rerank=False),
+    "auto": dict(names=True, absent=None, own=None, fillers=False, paraphrases=False, rerank=False),
+    "all": dict(names=True, absent=True, own=True, fillers=False, paraphrases=False, rerank=False),
 }
 
 
@@ -111,7 +113,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
     function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
     verbatim value is) once a lexicon word of its value is said ("moderately priced" for
-    ``priceRange[moderate]``, :func:`_said_ids`) under r / rm. Chosen on the tuning half of dev
+    ``priceRange[moderate]``, :func:`_said_ids`) under r / rm; ``rerank`` returns the candidate of
+    the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a
+    separately reported setting. Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

@@ -123,10 +123,21 @@ def generate_seg(
     """Segment model output for ``records`` under ``constraints`` (optionally a forced ``plan``):
     the first of :func:`generate_seg_nbest`, whose keyword ``options`` (``length_penalty``,
     ``max_len``, ``no_repeat_ngram``, ``content_rule``, ``mentions``, ``rules``) and defaults it
-    takes (content and mention rules on with r/rm, no value rules)."""
-    return generate_seg_nbest(
-        model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options
-    )[0]
+    takes (content and mention rules on with r/rm, no value rules). With ``rules.rerank`` the
+    ``beam`` best are reranked by the checker (:func:`segviz.rerank.rerank`)."""
+    rules = options.get("rules")
+    n = beam if rules is not None and rules.rerank else 1
+    ranked = generate_seg_nbest(model, vocab, records, constraints, beam, n, plan=plan, system=system, **options)
+    return _reranked(rules, records, ranked)
+
+
+def _reranked(rules: ValueRules | None, records: list[Record], ranked: list[GenerationResult]) -> GenerationResult:
+    """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks."""
+    if rules is None or not rules.rerank:
+        return ranked[0]
+    from segviz.rerank import rerank
+
+    return rerank(rules.dataset, records, ranked)
 
 
 def sample_structures(

@@ -1,0 +1,43 @@
+"""N-best reranking by the automatic checker: the ``rerank`` decoding switch (issue 11).
+
+The beam ends with several finished texts; the model's best is not always the most faithful.
+With ``rerank`` on, the decoder keeps its n-best list and returns the first candidate (in the
+model's order) with the fewest faults, where a fault is an error of the record-level checker
+(wrong, repeated, missing, hallucinated: :mod:`segviz.faithfulness`) or, for the segment model,
+a segment that does not say its own record (absent value, other record, unrealised:
+:func:`segviz.faithfulness.segment_verdicts`). Ties keep the model's order, so with one
+faultless candidate among five the model's preference still decides between equals.
+
+This is a separately named setting (docs/design.md §6): the checker is also what the stress
+suites measure, so the tables report it beside the rows without it, never in their place.
+"""
+
+from __future__ import annotations
+
+from segviz import faithfulness
+from segviz.records import Record
+from segviz.result import GenerationResult
+
+SEGMENT_FAULTS = ("absent value", "other record", "unrealised")
+
+
+def faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
+    """Checker errors of ``result`` plus its segments that do not say their own record."""
+    n = faithfulness.check(dataset, records, result.text).errors
+    if result.segments:
+        verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
+        n += sum(v.verdict in SEGMENT_FAULTS for v in verdicts)
+    return n
+
+
+def rerank(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult:
+    """The first of ``candidates`` (best first, as the beam ranks them) with the fewest faults;
+    its ``scores`` say which rank it had (``rerank_rank``, 0 = the model's best) and how many
+    faults the model's best had (``rerank_faults_before``)."""
+    if not candidates:
+        raise ValueError("rerank needs at least one candidate")
+    counts = [faults(dataset, records, c) for c in candidates]
+    i = min(range(len(candidates)), key=lambda j: (counts[j], j))
+    best = candidates[i]
+    best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
+    return best
