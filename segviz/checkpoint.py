@@ -53,6 +53,7 @@ class Checkpoint:
     path: Path | None = None
     lexicon: dict = field(default_factory=dict)  # value lexicon (lexicon.json): word -> features
     default_rules: str | None = None  # value rules chosen for this checkpoint (lexicon.json), if any
+    known_names: frozenset = frozenset()  # proper names of the training inputs (lexicon.json "names")
 
     def rules(self, name: str | None = None):
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
@@ -61,7 +62,7 @@ class Checkpoint:
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
-        return dataclasses.replace(rules, dataset=self.dataset) if rules is not None else None
+        return dataclasses.replace(rules, dataset=self.dataset, known=self.known_names) if rules is not None else None
 
     @property
     def model_config(self) -> ModelConfig:

@@ -83,21 +83,36 @@ def build(examples: list[Example], threshold: float = THRESHOLD, min_rate: float
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
 
 
-def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None]:
-    """The lexicon stored beside a checkpoint and the value rules chosen for it on the tuning half
-    (its ``value_rules`` field, written by ``--value-rules``); ``({}, None)`` when there is none
-    or it is unreadable. One read of the file for both."""
+def name_key(text: str) -> str:
+    """How a proper name is compared with the training names: its tokens, lower-cased, with
+    WebNLG underscores read as spaces ("Crowne_Plaza_Hotel" -> "crowne plaza hotel")."""
+    return " ".join(t.lower() for t in tokenize(text.replace("_", " ").strip().strip('"')))
+
+
+def known_names(examples: list[Example]) -> list[str]:
+    """:func:`name_key` of every capitalised value and subject of the training inputs: the names
+    the model has seen (``ValueRules.names`` leaves these to the model)."""
+    texts = {t for ex in examples for r in ex.records for t in (r.value, r.subject or "")}
+    return sorted({name_key(t) for t in texts if any(ch.isupper() for ch in t)})
+
+
+def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozenset[str]]:
+    """The lexicon stored beside a checkpoint, the value rules chosen for it on the tuning half
+    (its ``value_rules`` field, written by ``--value-rules``) and the training names (``names``,
+    :func:`known_names`); ``({}, None, frozenset())`` when there is none or it is unreadable. One
+    read of the file for all three."""
     path = Path(checkpoint_dir or ".") / FILE
     if not path.exists():
-        return {}, None
+        return {}, None, frozenset()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         words = {str(w): frozenset(map(str, fs)) for w, fs in data["words"].items()}
+        names = frozenset(map(str, data.get("names", [])))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
-        return {}, None
+        return {}, None, frozenset()
     name = data.get("value_rules")
-    return words, name if isinstance(name, str) else None
+    return words, name if isinstance(name, str) else None, names
 
 
 def load(checkpoint_dir: Path | str | None) -> Lexicon:
@@ -145,13 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         "min_rate": args.min_rate,
         "train_references": len(examples),
         **({"value_rules": args.value_rules} if args.value_rules else {}),
+        "names": known_names(examples),
         "words": {w: sorted(fs) for w, fs in words.items()},
     }
     lines = ",\n".join(
         f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(fs, ensure_ascii=False)}"
         for w, fs in out.pop("words").items()
     )
-    head = json.dumps(out, ensure_ascii=False)[:-1]  # one line per word keeps diffs readable
+    names = json.dumps(out.pop("names"), ensure_ascii=False)
+    head = json.dumps(out, ensure_ascii=False)[:-1] + f', "names": {names}'  # one line per word below
     (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}}}\n', encoding="utf-8")
     print(
         f"{len(words)} lexicon words from {len(examples)} {dataset} training references -> {args.checkpoint / FILE}"

@@ -160,3 +160,31 @@ def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):
     assert counts[0] > min(counts)
     assert res.text == nbest[counts.index(min(counts))].text
     assert (res.scores["rerank_faults"], res.scores["rerank_faults_before"]) == (min(counts), counts[0])
+
+
+def test_known_names_come_from_the_training_inputs():
+    from segviz.data import Example
+    from segviz.lexicon import known_names, name_key
+    from segviz.records import Record
+
+    assert name_key("Crowne_Plaza_Hotel") == "crowne plaza hotel" == name_key('"Crowne Plaza Hotel"')
+    examples = [
+        Example("a", parse_e2e_mr("name[The Eagle], area[riverside], near[Café Brazil]"), []),
+        Example("b", [Record(attribute="country", value="United_States", subject="Alan_Bean")], []),
+    ]
+    assert known_names(examples) == ["alan bean", "café brazil", "the eagle", "united states"]
+
+
+def test_a_name_of_known_words_but_not_a_training_name_is_copied_whole(e2e_seg):
+    """"Mill Street Diner": every word is in the vocabulary, so without the training names the
+    model took it for a name it knows and said "Mill"; with them it is unseen and said whole."""
+    import dataclasses
+
+    records = parse_e2e_mr("name[Mill Street Diner], food[English], priceRange[cheap]")
+    rules = e2e_seg.rules("auto")
+    out = {}
+    for known in (frozenset(), frozenset({"the eagle", "café brazil"})):
+        r = dataclasses.replace(rules, known=known)
+        out[bool(known)] = decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=r).text
+    assert "Mill Street Diner" not in out[False] and out[False].startswith("Mill ")
+    assert "Mill Street Diner" in out[True]

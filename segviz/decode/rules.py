@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from segviz.data import Vocab
+from segviz.lexicon import name_key
 from segviz.records import FUNCTION_WORDS, Record, is_function_word, tokenize  # noqa: F401
 
 _VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
@@ -90,6 +91,7 @@ class ValueRules:
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
+    known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
@@ -215,7 +217,8 @@ def _phrases(
     seen_too: bool = False,
 ) -> dict[int, list[tuple]]:
     """Record id (1..K) -> extended-id sequences of its unseen proper names (``rules.names``): its
-    capitalised value and WebNLG subject when a word of it is out of the vocabulary, from their
+    capitalised value and WebNLG subject when a word of it is out of the vocabulary or (with the
+    training names ``rules.known``) the name is not one of them, from their
     first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much). Names of 2+
     tokens only, or with ``values_only`` (the names a segment must say) the value alone.
     ``seen_too`` (under a forced plan, where every segment must say its own record): every name."""
@@ -226,7 +229,9 @@ def _phrases(
         for text in (r.value,) if values_only else (r.value, r.subject or ""):
             toks = tokenize(text.replace("_", " ").strip().strip('"'))
             toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
-            unseen = any(t not in vocab.stoi for t in toks)  # a name the model cannot say from its vocabulary
+            unseen = any(t not in vocab.stoi for t in toks) or bool(  # a name the model has not learnt
+                rules.known and name_key(text) not in rules.known
+            )
             if (
                 (unseen or seen_too)
                 and len(toks) >= (1 if values_only else 2)
