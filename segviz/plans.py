@@ -32,9 +32,10 @@ def sample_plans(
     """Up to ``n`` distinct record orders sampled from the transition model, each decoded with
     the order forced (paper appendix B).
 
-    Like :func:`segviz.decode.sample_structures`, but the sampling pass uses ``+R`` instead of
-    ``+RM``: a sample that never visits some record can still end (``+RM`` would run to
-    ``max_len`` and be thrown away); records it skipped are appended to its order.
+    Samples like :func:`segviz.decode.sample_structures` (under ``+R``, so that a sample that
+    skips a record still ends; the records it skipped are appended to its order), but decodes
+    every plan with the checkpoint's value rules, like every other output of the app, and draws
+    at most ``3 n`` samples (decode's has no ``rules`` parameter and draws ``4 n``).
     """
     gen = torch.Generator().manual_seed(seed)
     dec = decode.SegmentDecoder(seg.model, seg.vocab)
