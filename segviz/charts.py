@@ -58,6 +58,29 @@ def _steps(n: int, budget: int, lo: int = 9, hi: int = 16) -> int:
     return max(lo, min(hi, budget // max(n, 1)))
 
 
+def _source_strip(result: GenerationResult, df: pd.DataFrame, width: int, sx: int, title: str) -> alt.LayerChart:
+    """The strip above an attention heatmap: every source token in its record's colour, the
+    record number written at the first token of each record."""
+    x_dom = list(range(len(result.source_tokens)))
+    strip_df = df.drop_duplicates("i") if len(df) else df
+    first = strip_df.drop_duplicates("record") if len(strip_df) else strip_df
+    strip_x = alt.X("i:O", sort=x_dom, scale=alt.Scale(domain=x_dom), axis=None)
+    base = alt.Chart(strip_df, width=width, height=16)
+    strip = alt.layer(
+        base.mark_rect(stroke="white", strokeWidth=0.5).encode(
+            x=strip_x,
+            color=alt.Color("record_label:N", scale=_record_scale(result), legend=None),
+            tooltip=[alt.Tooltip("record_label:N", title="record"), alt.Tooltip("src:N", title="source token")],
+        ),
+        alt.Chart(first).mark_text(align="left", dx=1 - sx / 2, fontSize=10, color="#222").encode(
+            x=strip_x, text=alt.Text("record:N"),
+        ),
+    )
+    if title:
+        strip = strip.properties(title=alt.Title(title, anchor="start"))
+    return strip
+
+
 def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = "", plot_width: int = 380) -> alt.VConcatChart:
     """Heatmap output tokens (y, in order) × source tokens (x, in order), ``mark_rect``, under a
     strip that marks which record each source token belongs to (record colour + number).
@@ -107,22 +130,7 @@ def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = ""
         )
         .add_params(cell)
     )
-    strip_df = df.drop_duplicates("i") if len(df) else df
-    first = strip_df.drop_duplicates("record") if len(strip_df) else strip_df
-    strip_x = alt.X("i:O", sort=x_dom, scale=alt.Scale(domain=x_dom), axis=None)
-    base = alt.Chart(strip_df, width=width, height=16)
-    strip = alt.layer(
-        base.mark_rect(stroke="white", strokeWidth=0.5).encode(
-            x=strip_x,
-            color=alt.Color("record_label:N", scale=_record_scale(result), legend=None),
-            tooltip=[alt.Tooltip("record_label:N", title="record"), alt.Tooltip("src:N", title="source token")],
-        ),
-        alt.Chart(first).mark_text(align="left", dx=1 - sx / 2, fontSize=10, color="#222").encode(
-            x=strip_x, text=alt.Text("record:N"),
-        ),
-    )
-    if title:
-        strip = strip.properties(title=alt.Title(title, anchor="start"))
+    strip = _source_strip(result, df, width, sx, title)
     return (
         alt.vconcat(strip, heat, spacing=3)
         .resolve_scale(color="independent", x="shared")
