@@ -29,6 +29,10 @@ def _no_entities(record: Record) -> frozenset[str]:
     return frozenset()
 
 
+def _no_names(records: list[Record]) -> list[str]:
+    return []
+
+
 def _attribute_key(rec: Record) -> tuple[tuple, str]:
     return (rec.attribute,), f"attribute {rec.attribute!r}"
 
@@ -55,6 +59,8 @@ class Dataset:
     output_suffix: str  # of the files write_outputs writes
     evaluate: Callable[..., dict]  # (references path, outputs path, meteor=) -> scores
     substitute: Callable[[list[Record], int], list[Record]]  # invented names (segviz.stress)
+    names: Callable[[list[Record]], list[str]] = _no_names  # values that name something (segviz.augment)
+    space: str = " "  # how a value writes a space (WebNLG entities: "_")
     article: str = "a"  # "an E2E model"
     foreign_suffixes: tuple[str, ...] = ()  # input files of another dataset, refused by name
     reads_folders: bool = True  # read_inputs accepts a folder
@@ -115,7 +121,7 @@ register(Dataset(
     loader=_load_e2e, parse=parse_e2e_mr, check=check_e2e, value_mentions=value_mentions_e2e,
     read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",),
     reads_folders=False, write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
-    substitute=invented.substitute_e2e, empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES,
+    substitute=invented.substitute_e2e, names=invented.names_e2e, empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES,
     uploads=True,
 ))  # fmt: skip
 register(Dataset(
@@ -124,7 +130,7 @@ register(Dataset(
     own_entities=own_entities_webnlg, read_inputs=formats.read_webnlg_inputs,
     input_kind="WebNLG XML (a file or folder of <entry> elements)", foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
-    substitute=invented.substitute_webnlg, columns=("subject", "predicate", "object"),
+    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_", columns=("subject", "predicate", "object"),
     row=lambda r: [r.subject or "", r.attribute, r.value],
     record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]),
     key=_triple_key, not_measured=frozenset({"wrong", "hallucinated"}),

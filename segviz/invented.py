@@ -39,10 +39,20 @@ def _replaceable(entity: str) -> bool:
     return bool(re.search(r"[^\W\d_]", entity)) and not re.search(r"\d", entity)
 
 
+def names_e2e(records: list[Record]) -> list[str]:
+    """The values of ``records`` that name a venue: ``name`` and ``near``."""
+    return [r.value for r in records if r.attribute in ("name", "near")]
+
+
+def names_webnlg(records: list[Record]) -> list[str]:
+    """The named subjects and objects of ``records`` (letters, no digits), in input order."""
+    return [e for r in records for e in (r.subject or "", r.value) if _replaceable(e)]
+
+
 def substitute_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
     """``records`` with every named subject / object replaced by an invented one (the same
     entity always by the same name within an input; underscores for spaces, as in WebNLG)."""
-    entities = list(dict.fromkeys(e for r in records for e in (r.subject or "", r.value) if _replaceable(e)))
+    entities = list(dict.fromkeys(names_webnlg(records)))
     new = _rng(records, seed).sample(NAMES + PLACES, len(entities))
     table = {e: n.replace(" ", "_") for e, n in zip(entities, new, strict=True)}
     return [Record(r.attribute, table.get(r.value, r.value), table.get(r.subject or "", r.subject)) for r in records]
