@@ -117,21 +117,23 @@ def _parse_triples(text: str) -> list[Record]:
 
 
 register(Dataset(
-    name="e2e", title="E2E", label="E2E (restaurants)", article="an", files="e2e/{split}.csv",
-    loader=_load_e2e, parse=parse_e2e_mr, check=check_e2e, value_mentions=value_mentions_e2e,
-    read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",),
-    reads_folders=False, write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
-    substitute=invented.substitute_e2e, names=invented.names_e2e, empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES,
-    uploads=True,
+    name="e2e", title="E2E", article="an", label="E2E (restaurants)",
+    files="e2e/{split}.csv", loader=_load_e2e, parse=parse_e2e_mr,
+    check=check_e2e, value_mentions=value_mentions_e2e,
+    read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",), reads_folders=False,
+    write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
+    substitute=invented.substitute_e2e, names=invented.names_e2e,
+    empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES, uploads=True,
 ))  # fmt: skip
 register(Dataset(
-    name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)", files="webnlg/{split}",
-    loader=_load_webnlg, parse=_parse_triples, check=check_webnlg, value_mentions=value_mentions_webnlg,
-    own_entities=own_entities_webnlg, read_inputs=formats.read_webnlg_inputs,
-    input_kind="WebNLG XML (a file or folder of <entry> elements)", foreign_suffixes=(".csv", ".tsv"),
+    name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
+    files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
+    check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg,
+    not_measured=frozenset({"wrong", "hallucinated"}),
+    read_inputs=formats.read_webnlg_inputs, input_kind="WebNLG XML (a file or folder of <entry> elements)",
+    foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
-    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_", columns=("subject", "predicate", "object"),
-    row=lambda r: [r.subject or "", r.attribute, r.value],
-    record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]),
-    key=_triple_key, not_measured=frozenset({"wrong", "hallucinated"}),
+    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_",
+    columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
+    record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
 ))  # fmt: skip
