@@ -196,7 +196,10 @@ def format_table(scores: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from segviz.datasets import DATASETS  # the registry imports the evaluators below
+    # the registry imports the evaluators from segviz.evaluate, which under ``python -m`` is not
+    # this module (__main__): catch that module's EvaluationError
+    from segviz.datasets import DATASETS
+    from segviz.evaluate import EvaluationError as Error
 
     ap = argparse.ArgumentParser(prog="python -m segviz.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", choices=tuple(DATASETS), required=True)
@@ -210,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         scores = DATASETS[args.dataset].evaluate(args.refs, args.hyps, meteor=not args.no_meteor)
-    except (EvaluationError, FileNotFoundError, OSError) as e:
+    except (Error, FileNotFoundError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(format_table(scores))

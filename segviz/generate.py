@@ -7,7 +7,8 @@ E2E input: a CSV with an ``mr`` or ``MR`` column (other columns ignored); output
 header ``MR<TAB>output``, one row per distinct MR in order of first appearance. WebNLG input:
 a WebNLG 2017 challenge XML file, or a folder of them (``<entry>`` elements with
 ``<modifiedtripleset><mtriple>subject | predicate | object</mtriple>…``); output: one line per
-entry in document order.
+entry in document order (readers and writers: :mod:`segviz.formats`, chosen by the checkpoint's
+dataset in :mod:`segviz.datasets`).
 
 Inputs the models were not trained for (unknown attributes, unseen words, more than 20 records,
 very long values) are reported on stderr, one line per input naming its file and line, with a
@@ -36,9 +37,10 @@ from segviz.decode import (
     generate_seg,
 )
 from segviz.device import DEVICES, on_device
-from segviz.formats import InputError  # noqa: F401 (re-exported)
+from segviz.formats import InputError
 from segviz.model import SegmentModel
 from segviz.records import Record
+from segviz.rows import input_warnings
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +116,6 @@ def write_outputs(dataset: str, keys: list[str], results: list[GenerationResult]
 
 def warn_inputs(dataset: str, items: list[tuple[str, list[Record], str]], model: ckpt.Checkpoint) -> int:
     """Print the app's warnings to stderr, one line per input that has any; return how many had."""
-    from segviz.rows import input_warnings
-
     n = 0
     for _, records, where in items:
         warnings = input_warnings(dataset, records, model)
