@@ -9,7 +9,9 @@
 # e2e-seg run, started with --epochs 10, is `--epochs 8` here. Run as written, every OUT/NAME ends
 # with as many epochs in history.json, at the same learning rate per epoch, as checkpoints/NAME
 # (tests/test_train_all.py checks that against the shipped history.json files). Every command is
-# also appended to OUT/NAME/commands.txt, so each replayed checkpoint says how it was made.
+# also appended to OUT/NAME/commands.txt, so each replayed checkpoint says how it was made; the
+# training ones are also in its history.json (segviz.train records each stretch of epochs there),
+# as they are in the shipped checkpoints' history.json, added from this script afterwards.
 #
 # Cost: the shipped runs took about 6 hours of 2-core CPU time in all (README "Reproduce");
 # --threads 1 as they ran (several at once on 2 cores). `--dry-run` prints the commands only.

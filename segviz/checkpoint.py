@@ -5,7 +5,12 @@ Layout::
     DIR/model.safetensors   weights (best validation loss so far)
     DIR/config.json         {"model": ModelConfig, "train": TrainConfig fields, "dataset": ...}
     DIR/vocab.json          the vocabulary (list of words, ids are positions)
-    DIR/history.json        one entry per epoch (loss, validation loss, E[#seg] vs K, time)
+    DIR/history.json        one entry per epoch (loss, validation loss, E[#seg] vs K, time); the
+                            first epoch of each stretch of training also holds "command":
+                            {"line": the command, shell-quoted, "started": UTC time,
+                             "epochs": [first, last]} (see :func:`commands`); the shipped
+                            checkpoints' were added afterwards from scripts/train_all.sh
+                            ("started": null, and a "source" that says so)
     DIR/metrics.json        dev-set scores, written by the evaluation (optional)
     DIR/last/               resume state: weights + optimizer of the last finished epoch
 
@@ -102,6 +107,13 @@ def save(
 
 def write_history(path: Path | str, history: list[dict]) -> None:
     _write_json(Path(path) / "history.json", history)
+
+
+def commands(history: list[dict]) -> list[dict]:
+    """The command lines that trained a checkpoint, in order: ``{"line", "started", "epochs":
+    [first, last]}`` per stretch of epochs (``--resume`` and ``--init`` add one; entries written
+    before commands were recorded have none)."""
+    return [e["command"] for e in history if isinstance(e, dict) and isinstance(e.get("command"), dict)]
 
 
 def write_metrics(path: Path | str, metrics: dict) -> None:

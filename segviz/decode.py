@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -158,30 +159,56 @@ class ValueRules:
     names: bool = (
         True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
     )
+    fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
+    paraphrases: bool = False  # with r / rm: a lexicon word of a record's attribute or value mentions it
 
 
-VALUE_RULES = (
-    "none",
-    "names",
-    "absent",
-    "auto",
-    "all",
-)  # the paper | names | + absent | + own with a plan | + own
+VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
+RULE_SWITCHES = ("names", "absent", "own", "fillers", "paraphrases")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
+_PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
+    "none": dict(names=False, absent=False, own=False, fillers=False, paraphrases=False),
+    "names": dict(names=True, absent=False, own=False, fillers=False, paraphrases=False),
+    "absent": dict(names=True, absent=True, own=False, fillers=False, paraphrases=False),
+    "auto": dict(names=True, absent=None, own=None, fillers=False, paraphrases=False),
+    "all": dict(names=True, absent=True, own=True, fillers=False, paraphrases=False),
+}
 
 
 def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> ValueRules | None:
-    """The :class:`ValueRules` called ``name`` (one of :data:`VALUE_RULES`); None for ``none``:
-    ``names`` completes unseen proper names, ``absent`` adds the absent rule, ``auto`` (the
-    default) adds the absent and own rules when a plan is forced (where each segment must say its
-    own record: the Plan editor), ``all`` adds them always. Chosen on the tuning half of dev:
-    free decoding keeps its BLEU, a forced plan gains faithful segments (docs/design.md §6)."""
-    if name not in VALUE_RULES:
-        raise ValueError(f"value rules must be one of {VALUE_RULES}, got {name!r}")
-    if name == "none":
+    """The :class:`ValueRules` called ``name``: a preset of :data:`VALUE_RULES`, optionally
+    followed by switches ``+rule`` / ``-rule`` (:data:`RULE_SWITCHES`), e.g. ``auto+fillers`` or
+    ``none+fillers``; None when nothing is on (the paper's decoding). Presets: ``names`` completes
+    unseen proper names, ``absent`` adds the absent rule, ``auto`` (the default) adds the absent
+    and own rules when a plan is forced (where each segment must say its own record: the Plan
+    editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
+    function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
+    verbatim value is) once a lexicon word of its attribute or value is said ("moderately priced"
+    for ``priceRange[moderate]``) under r / rm. Chosen on the tuning half of dev
+    (docs/design.md §6)."""
+    preset, *switches = re.split(r"(?=[+-])", name.strip())
+    if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
+        raise ValueError(
+            f"value rules must be one of {VALUE_RULES} followed by +rule / -rule switches "
+            f"(rules: {', '.join(RULE_SWITCHES)}), got {name!r}"
+        )
+    fields = dict(_PRESETS[preset])
+    for s in switches:
+        fields[s[1:]] = s[0] == "+"
+    if not any(v is not False for v in fields.values()):
         return None
-    with_plan = {"all": True, "auto": None}.get(name, False)  # None: only when a plan is forced
-    return ValueRules(lexicon or {}, absent=True if name == "absent" else with_plan, own=with_plan)
+    return ValueRules(lexicon or {}, **fields)
+
+
+def parse_value_rules(name: str) -> str:
+    """argparse ``type=`` for ``--value-rules``: ``name`` if :func:`value_rules` accepts it."""
+    import argparse
+
+    try:
+        value_rules(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
 
 
 def _ids(vocab: Vocab, oov: list[str], words: set[str]) -> list[int]:
@@ -203,6 +230,26 @@ def _absent_ids(
     held = set().union(*(features(r) for r in records))
     words = {t.lower() for r in records for t in r.tokens}
     return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
+
+
+NEGATIONS = frozenset("not no non n't nor never without".split())  # never a paraphrase alone
+
+
+def _said_ids(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None
+) -> dict[int, frozenset[int]]:
+    """Record id (1..K) -> ids of lexicon words that state its attribute or its value
+    (``rules.paraphrases``): "priced" for ``priceRange``, "families" for ``familyFriendly[yes]``;
+    negations, and words of another record's value, never."""
+    if not rules or not rules.paraphrases or not rules.lexicon:
+        return {}
+    out = {}
+    for k, r in enumerate(records, 1):
+        mine = {f"attr:{r.attribute}", f"value:{r.attribute}={r.value.lower()}"}
+        others = {t.lower() for j, q in enumerate(records, 1) if j != k for t in q.tokens}
+        words = {w for w, fs in rules.lexicon.items() if fs & mine} - NEGATIONS - others
+        out[k] = frozenset(_ids(vocab, oov, words))
+    return out
 
 
 def _own_mask(
@@ -293,6 +340,7 @@ class _SegHyp:
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
     owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
     named: bool = False  # the current segment has said its record's proper name whole
+    filler: bool = False  # a realised record's segment again: function words and punctuation only
 
 
 class SegmentDecoder:
@@ -356,9 +404,11 @@ class SegmentDecoder:
         if content_rule is None:
             content_rule = constraints != "none" or bool(plan)
         func = _function_mask(self.vocab, enc_ex.oov) if content_rule else None
+        func_all = _function_mask(self.vocab, enc_ex.oov)  # (n_ext,)
         if mentions is None:
             mentions = constraints != "none" and not plan
         values = _value_ids(self.vocab, enc_ex.oov, records) if mentions else {}
+        said = _said_ids(self.vocab, enc_ex.oov, records, rules) if mentions else {}
         all_recs = frozenset(range(1, S))
         h0, c0 = enc.state0
         d, state = model.step(torch.tensor([BOS_ID]), (h0, c0))
@@ -398,16 +448,18 @@ class SegmentDecoder:
                     if h.seg_len == 0:  # segments are non-empty
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
                     elif h.seg_len >= L + (
-                        max(map(len, must[h.k])) if must.get(h.k) and not h.named else 0
+                        max(map(len, must[h.k])) if must.get(h.k) and not h.named and not h.filler else 0
                     ):  # cut
                         keep = row[[EOSEG_ID, EOS_ID]].clone()
                         row.fill_(-math.inf)
                         row[[EOSEG_ID, EOS_ID]] = keep
                     if not self._may_end(h, constraints, plan, all_recs):
                         row[EOS_ID] = -math.inf
-                    if must.get(h.k) and not h.named:  # a proper name ends its segment only once said whole
+                    if h.filler:  # a filler segment says nothing: function words, punctuation, "$"
+                        row[~func_all] = -math.inf
+                    if must.get(h.k) and not h.named and not h.filler:  # a proper name ends its segment only once said whole
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
-                    if content_rule and h.k > 0 and not h.content:  # nothing said yet: no end
+                    if content_rule and h.k > 0 and not h.content and not h.filler:  # nothing said yet: no end
                         row[EOSEG_ID] = row[EOS_ID] = -math.inf
                     rep = repeated_ngram_ends(h.tokens, no_repeat_ngram)
                     if rep:
@@ -435,6 +487,8 @@ class SegmentDecoder:
                     row = (trans[i] if h.k >= 0 else init[i]).clone()
                     row[row < dp.NEG / 2] = -math.inf
                     blocked = self._blocked(h, constraints, plan, S)
+                    if rules is not None and rules.fillers:  # docs/design.md §6: filler segments
+                        blocked = [j for j in blocked if j not in h.realised | h.mentioned]
                     if blocked:
                         row[blocked] = -math.inf
                     if sample is not None:
@@ -467,7 +521,10 @@ class SegmentDecoder:
                 h = hyps[m]
                 if kind == "r":
                     segs = [list(x) for x in h.segments] + [[len(h.tokens), len(h.tokens), v]]
-                    plan_pos = h.plan_pos + (1 if plan and v > 0 else 0)
+                    filler = v > 0 and v in h.realised | h.mentioned and constraints != "none" or (
+                        bool(plan) and v in h.realised
+                    )
+                    plan_pos = h.plan_pos + (1 if plan and v > 0 and not filler else 0)
                     realised = h.realised | {v} if v > 0 else h.realised
                     new_hyps.append(
                         _SegHyp(
@@ -485,6 +542,7 @@ class SegmentDecoder:
                             h.A_last,
                             False,
                             h.mentioned,
+                            filler=filler,
                         )
                     )
                 elif v == EOSEG_ID:
@@ -512,6 +570,7 @@ class SegmentDecoder:
                     segs[-1][1] = len(h.tokens) + 1
                     tokens = h.tokens + [v]
                     mentioned = h.mentioned | _mentioned_now(values, tokens) if values else h.mentioned
+                    mentioned = mentioned | {k for k, ids in said.items() if v in ids} if said else mentioned
                     nh = _SegHyp(
                         score,
                         tokens,
@@ -533,6 +592,7 @@ class SegmentDecoder:
                             tokens[-len(q) :] == list(q) and len(q) <= h.seg_len + 1
                             for q in must.get(h.k, ())
                         ),
+                        filler=h.filler,
                     )
                     if v == EOS_ID:
                         finished.append(nh)

@@ -31,10 +31,10 @@ from segviz import datasets, formats
 from segviz.decode import (
     CONSTRAINTS,
     NO_REPEAT_NGRAM,
-    VALUE_RULES,
     GenerationResult,
     generate_pg,
     generate_seg,
+    parse_value_rules,
 )
 from segviz.device import DEVICES, on_device
 from segviz.formats import InputError
@@ -155,9 +155,9 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--value-rules",
-        choices=VALUE_RULES,
+        type=parse_value_rules,
         default=None,
-        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
     )
     p.add_argument("--threads", type=int, default=0)
     p.add_argument(

@@ -66,7 +66,7 @@ def features(record: Record) -> set[str]:
     }
 
 
-def build(examples: list[Example], threshold: float = THRESHOLD) -> Lexicon:
+def build(examples: list[Example], threshold: float = THRESHOLD, min_rate: float = MIN_RATE) -> Lexicon:
     """Word -> features for ``examples`` (one per reference; see the module docstring)."""
     n_f, n_w, n_wf = Counter(), Counter(), Counter()
     for ex in examples:
@@ -80,7 +80,7 @@ def build(examples: list[Example], threshold: float = THRESHOLD) -> Lexicon:
     for (w, f), with_f in n_wf.items():
         without_f = n_w[w] - with_f
         if f.startswith("tok:") or n_f[f] >= MIN_SUPPORT:
-            if with_f / n_f[f] >= MIN_RATE and N > n_f[f] and without_f / (N - n_f[f]) < threshold:
+            if with_f / n_f[f] >= min_rate and N > n_f[f] and without_f / (N - n_f[f]) < threshold:
                 out.setdefault(w, set()).add(f)
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
 
@@ -124,10 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--threshold", type=float, default=THRESHOLD)
     p.add_argument(
+        "--min-rate", type=float, default=MIN_RATE, help="min share of references with the feature that say the word"
+    )
+    p.add_argument(
         "--value-rules",
         default=None,
         help="decoding value rules to use by default with this checkpoint "
-        "(segviz.decode.VALUE_RULES), chosen on the tuning half of dev",
+        "(segviz.decode.value_rules), chosen on the tuning half of dev",
     )
     args = p.parse_args(argv)
     try:
@@ -137,11 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    words = build(examples, args.threshold)
+    words = build(examples, args.threshold, args.min_rate)
     out = {
         "dataset": dataset,
         "threshold": args.threshold,
-        "min_rate": MIN_RATE,
+        "min_rate": args.min_rate,
         "train_references": len(examples),
         **({"value_rules": args.value_rules} if args.value_rules else {}),
         "words": {w: sorted(fs) for w, fs in words.items()},

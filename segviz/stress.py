@@ -29,7 +29,7 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,31 +40,26 @@ from segviz import datasets, faithfulness, invented
 from segviz.data import default_data_dir
 from segviz.data_webnlg import read_webnlg
 from segviz.decode import (
-    CONSTRAINT_LABELS,
     DEFAULT_VALUE_RULES,
-    VALUE_RULES,
     GenerationResult,
     generate_pg,
     generate_seg,
+    parse_value_rules,
 )
 from segviz.evaluate import read_e2e_refs
-from segviz.metrics import bleu
 from segviz.model import SegmentModel
 from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
+from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, HALVES, render, summarise
+from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
+from segviz.stress_tables import aggregate as aggregate
+from segviz.stress_tables import forced_table as forced_table
+from segviz.stress_tables import long_table as long_table
+from segviz.stress_tables import unseen_table as unseen_table
 
 log = logging.getLogger(__name__)
 
-HALVES = ("tune", "report")
 SUITES = ("forced", "unseen", "long")
-FORCED_MIN_K = 4
 N_RANDOM_PLANS = 3
-LABELS = {
-    **CONSTRAINT_LABELS,
-    "pg": "PG",
-    "random": "ours, forced random plan",
-    "reversed": "ours, forced reversed plan",
-}
-_FAITH_KEYS = ("wrong", "repeated", "missing", "hallucinated", "total_records")
 
 
 def half_of(records: list[Record]) -> str:
@@ -194,180 +189,6 @@ def run_unseen(
     return rows
 
 
-# ----------------------------------------------------------------------------- aggregation
-
-
-def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
-    """Pooled counts of ``rows``: SER, checker counts, faithful segment share, BLEU (with ``items``)."""
-    faith = {k: sum(r["faith"][k] for r in rows) for k in _FAITH_KEYS}
-    errors = sum(faith[k] for k in _FAITH_KEYS[:-1])
-    seg_rows = [r["seg"] for r in rows if r["seg"]]
-    rec = sum(s["record_segments"] for s in seg_rows)
-    out = {
-        "outputs": len(rows),
-        **faith,
-        "ser": errors / faith["total_records"] if faith["total_records"] else 0.0,
-        "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
-        "fallbacks": sum(r["fallback"] for r in rows),
-    }
-    if items is not None and rows:
-        out["bleu"] = bleu([r["text"] for r in rows], [items[r["item"]].refs for r in rows])
-    verbatim = [v for r in rows for v in r.get("verbatim") or []]
-    for kind in dict.fromkeys(k for k, _, _ in verbatim):
-        stated = [ok for k, _, ok in verbatim if k == kind]
-        out[f"verbatim_{kind}"] = sum(stated) / len(stated)
-    if verbatim:
-        out["verbatim_all"] = sum(all(ok for _, _, ok in r["verbatim"]) for r in rows) / len(rows)
-    return out
-
-
-def _select(
-    rows: list[dict], items: list[DevItem], half: str, system: str, keep=lambda it: True
-) -> list[dict]:
-    return [
-        r for r in rows if r["system"] == system and items[r["item"]].half == half and keep(items[r["item"]])
-    ]
-
-
-def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: list[str]) -> dict:
-    """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long)."""
-    long, out = results.get("long", []), {}
-    big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
-    for half in [h for h in HALVES if any(it.half == h for it in items)]:
-        if "forced" in results:
-            own = {s: aggregate(_select(long, items, half, s, big)) for s in systems}
-            forced = {
-                s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
-            }
-            out.setdefault("forced", {})[half] = {**own, **forced}
-        if "unseen" in results:
-            sel = {s: _select(results["unseen"], items, half, s) for s in systems}
-            real_items = {s: {r["item"] for r in sel[s]} for s in systems}
-            out.setdefault("unseen", {})[half] = {
-                s: {
-                    **aggregate(sel[s]),
-                    "ser_real": aggregate(
-                        [r for r in _select(long, items, half, s) if r["item"] in real_items[s]]
-                    )["ser"],
-                }
-                for s in systems
-            }
-        if long:
-            Ks = sorted({len(it.records) for it in items if it.half == half})
-            out.setdefault("long", {})[half] = {
-                str(K): {
-                    s: aggregate(_select(long, items, half, s, lambda it, K=K: len(it.records) == K), items)
-                    for s in systems
-                }
-                for K in Ks
-            }
-    return out
-
-
-# ----------------------------------------------------------------------------- tables
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}%"
-
-
-def _table(head: list[str], rows: Iterable[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
-def forced_table(by_system: dict[str, dict]) -> str:
-    head = [
-        "system (K >= 4)",
-        "outputs",
-        "SER",
-        "wrong",
-        "added",
-        "missing",
-        "repeated",
-        "faithful segments",
-        "fallbacks",
-    ]
-
-    def row(s: str, a: dict) -> list[str]:
-        counts = [str(a[k]) for k in ("wrong", "hallucinated", "missing", "repeated")]
-        return [
-            LABELS[s],
-            str(a["outputs"]),
-            _pct(a["ser"]),
-            *counts,
-            _pct(a["faithful_share"]),
-            str(a["fallbacks"]),
-        ]
-
-    return _table(head, (row(s, a) for s, a in by_system.items()))
-
-
-def unseen_table(by_system: dict[str, dict]) -> str:
-    kinds = [k for k in next(iter(by_system.values()), {}) if k.startswith("verbatim_")]
-    head = [
-        "system",
-        "outputs",
-        *(k.replace("verbatim_", "") + " verbatim" for k in kinds),
-        "SER (invented)",
-        "SER (real values)",
-        "ratio",
-        "faithful segments",
-    ]
-
-    def row(s: str, a: dict) -> list[str]:
-        ratio = a["ser"] / a["ser_real"] if a["ser_real"] else None
-        return [
-            LABELS[s],
-            str(a["outputs"]),
-            *(_pct(a[k]) for k in kinds),
-            _pct(a["ser"]),
-            _pct(a["ser_real"]),
-            "n/a" if ratio is None else f"{ratio:.2f}x",
-            _pct(a["faithful_share"]),
-        ]
-
-    return _table(head, (row(s, a) for s, a in by_system.items()))
-
-
-def long_table(by_k: dict[str, dict[str, dict]]) -> str:
-    systems = list(next(iter(by_k.values()), {}))
-    head = [
-        "K",
-        "inputs",
-        *(f"BLEU {LABELS[s]}" for s in systems),
-        "+RM cost (BLEU)",
-        *(f"SER {LABELS[s]}" for s in systems),
-    ]
-
-    def row(K: str, a: dict[str, dict]) -> list[str]:
-        cost = (a["none"]["bleu"] - a["rm"]["bleu"]) * 100 if a["none"]["outputs"] else None
-        return [
-            K,
-            str(a["none"]["outputs"]),
-            *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
-            "n/a" if cost is None else f"{cost:+.1f}",
-            *(_pct(a[s]["ser"]) for s in systems),
-        ]
-
-    return _table(head, (row(K, a) for K, a in by_k.items()))
-
-
-def render(summary: dict) -> str:
-    """Markdown tables of :func:`summarise`, one per suite and half."""
-    titles = {
-        "forced": ("Forced plans", forced_table),
-        "unseen": ("Unseen values", unseen_table),
-        "long": ("Long inputs", long_table),
-    }
-    parts = []
-    for suite in ("forced", "unseen", "long"):
-        for half, data in summary.get(suite, {}).items():
-            title, fmt = titles[suite]
-            parts.append(f"**{title}, {half} half**\n\n{fmt(data)}")
-    return "\n\n".join(parts)
-
-
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -416,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--value-rules",
-        choices=VALUE_RULES,
+        type=parse_value_rules,
         default=None,
-        help="decoding rules for values: none (the paper), names, absent, auto, all (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

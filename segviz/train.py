@@ -39,9 +39,15 @@ import torch
 
 from segviz import augment, faithfulness
 from segviz import checkpoint as ckpt
-from segviz.data import DATASETS, Batch, DataError, Vocab, batches, encode, load_split
+from segviz.data import DATASETS, DataError, Vocab, batches, encode, load_split
 from segviz.device import DEVICES, DeviceError, resolve_device
 from segviz.model import MODEL_KINDS, ModelConfig, build_model
+from segviz.train_console import Console, command_line
+from segviz.trainer import Parallel, Trainer, evaluate_loss, init_parallel, set_threads, train_step
+
+__all__ = ["TrainConfig", "Run", "Step", "fit", "setup", "train_epoch", "validate", "record_epoch", "prepare", "init_from",
+           "clean_examples", "time_steps", "main", "add_config_args", "pick", "command_line",
+           "Parallel", "Trainer", "evaluate_loss", "init_parallel", "set_threads", "train_step"]  # the last six: segviz.trainer
 
 log = logging.getLogger(__name__)
 
@@ -91,149 +97,6 @@ def pick(cls, args: argparse.Namespace, **extra):
     return cls(**{**vals, **extra})
 
 
-@dataclass
-class Parallel:
-    """This process's place in a data-parallel run (``torchrun``); one process: rank 0 of 1."""
-
-    rank: int = 0
-    world: int = 1
-    local_world: int = 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def all_reduce(self, t: torch.Tensor) -> torch.Tensor:
-        """Sum ``t`` over the processes, in place (nothing to do with one process)."""
-        if self.world > 1:
-            torch.distributed.all_reduce(t)
-        return t
-
-
-def init_parallel(device: torch.device) -> Parallel:
-    """Join the process group that ``torchrun`` describes in the environment (``WORLD_SIZE``,
-    ``RANK``, ...): gloo on the CPU, NCCL on CUDA. Without ``torchrun``: one process."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return Parallel()
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    return Parallel(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_WORLD_SIZE", world)))
-
-
-def set_threads(threads: int, par: Parallel | None = None) -> int:
-    """``threads`` torch threads, or with 0 all cores of this machine shared evenly among its
-    training processes; returns the number set."""
-    if not threads:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            cores = os.cpu_count() or 1
-        threads = max(1, cores // (par.local_world if par else 1))
-    torch.set_num_threads(threads)
-    return threads
-
-
-def evaluate_loss(model, encoded, vocab_size: int, batch_size: int = 64, par: Parallel | None = None) -> dict:
-    """Validation: per-token NLL (``-log p(y|X)`` summed over examples / tokens) and mean E[#seg].
-
-    With several processes each evaluates its share of ``encoded`` and the sums are combined."""
-    par = par or Parallel()
-    device = next(model.parameters()).device
-    model.eval()
-    tot = torch.zeros(5, dtype=torch.float64, device=device)  # nll, tokens, seg·n, K·n, n
-    with torch.no_grad():
-        for b in batches(encoded[par.rank :: par.world], vocab_size, batch_size, shuffle=False):
-            _, st = model.objective(b.to(device))
-            n = st["n"]
-            tot[:4] += torch.stack([st["nll"].double(), st["tokens"].double(), (st["exp_seg"] * n).double(), (st["K"] * n).double()])
-            tot[4] += n
-    model.train()
-    nll, tokens, seg, k, n = par.all_reduce(tot).tolist()
-    return {"val_nll": nll / max(tokens, 1), "val_exp_seg": seg / max(n, 1), "val_K": k / max(n, 1)}
-
-
-def _progress(total: int, desc: str):
-    try:
-        from tqdm import tqdm
-
-        return tqdm(total=total, desc=desc, unit="ex", dynamic_ncols=True, file=sys.stderr)
-    except ImportError:  # pragma: no cover
-        return None
-
-
-@dataclass
-class Trainer:
-    """The model, its optimiser and how a step runs: device, mixed precision, data parallelism."""
-
-    model: torch.nn.Module
-    optimizer: torch.optim.Optimizer
-    device: torch.device = torch.device("cpu")
-    par: Parallel = dataclasses.field(default_factory=Parallel)
-    amp: bool = False
-    clip: float = 5.0
-
-    def __post_init__(self):
-        self.objective = _Objective(self.model)
-        if self.par.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
-
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            self.objective = DistributedDataParallel(self.objective, device_ids=ids)
-        self.amp_dtype = None
-        self.scaler = None
-        if self.amp:
-            if self.device.type != "cuda":
-                log.warning("--amp is for CUDA only; training in float32 on %s", self.device)
-                self.amp = False
-            else:
-                self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-                if self.amp_dtype == torch.float16:
-                    self.scaler = torch.amp.GradScaler("cuda")
-
-    def step(self, batch: Batch) -> dict:
-        """One update; returns the stats as tensors on the device (nothing copied to the host)."""
-        batch = batch.to(self.device, non_blocking=True)
-        with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp):
-            loss, stats = self.objective(batch)
-        stats["loss"] = loss.detach()
-        if batch.global_size:  # a shard: weight it by its share of the global batch, whose mean
-            # DistributedDataParallel's gradient average then gives (examples for seg, tokens for pg)
-            local, whole = (batch.size, batch.global_size) if self.model.cfg.kind == "seg" else (batch.tokens, batch.global_tokens)
-            loss = loss * (local * self.par.world / whole)
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-            self.optimizer.step()
-        return stats
-
-
-class _Objective(torch.nn.Module):
-    """``forward(batch) = model.objective(batch)``: what DistributedDataParallel wraps."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, batch: Batch):
-        return self.model.objective(batch)
-
-
-def train_step(model, optimizer, batch: Batch, clip: float) -> dict:
-    """One update on the CPU, one process; stats as Python numbers."""
-    st = Trainer(model, optimizer, clip=clip).step(batch)
-    return {k: (int(v) if k in ("tokens", "n") else float(v)) for k, v in st.items()}
-
-
 def clean_examples(dataset: str, examples: list) -> list:
     """Examples whose reference the automatic checker (:mod:`segviz.faithfulness`) finds with no
     missing, repeated, wrong or hallucinated record: training-data cleaning in the manner of
@@ -275,25 +138,78 @@ def init_from(src: Path, out: Path) -> None:
     log.info("%s: fine-tuning %s from epoch %d", out, src, len(c.history))
 
 
-def fit(
-    tcfg: TrainConfig,
-    mcfg_overrides: dict,
-    out: Path,
-    data_dir: Path | None = None,
-    resume: bool = False,
-    on_epoch: Callable[[dict], None] | None = None,
-    resume_lr: float | None = None,
-    device: str | torch.device = "cpu",
-    amp: bool = False,
-) -> list[dict]:
-    """Train until early stopping or ``tcfg.epochs``; returns the history.
+@dataclass
+class Step:
+    """What ``on_step`` sees after every update; ``stats`` stay tensors on the device (reading one
+    waits for the device), ``val`` is the in-epoch validation (``--val-every``) done at this step."""
 
-    ``resume_lr`` (``--lr`` given with ``--resume``) replaces the stored learning rate and resets
-    the patience counter, e.g. to fine-tune a stopped run at the decayed rate. ``device`` is
-    ``auto``, ``cpu`` or ``cuda``; ``amp`` runs the networks in mixed precision on CUDA (the
-    dynamic program stays in float32). Under ``torchrun`` this is one process of a
-    data-parallel run (see the module docstring).
-    """
+    epoch: int
+    step: int
+    examples: int  # global examples in this batch
+    seen: int  # global examples so far in this epoch
+    total: int  # training examples in one epoch
+    seconds: float  # since the epoch began
+    stats: dict  # loss, nll, tokens, exp_seg, K, n
+    val: dict | None = None
+
+
+@dataclass
+class Run:
+    """A run as :func:`setup` leaves it: the encoded data, the trainer, and the early-stopping
+    ``state`` (epoch, best validation NLL, epochs without a new best, lr, history) that
+    ``--resume`` restores."""
+
+    tcfg: TrainConfig
+    vocab: Vocab
+    enc_train: list
+    enc_dev: list
+    trainer: Trainer
+    state: dict
+    out: Path
+    command: dict | None = None  # {"line", "started", "epochs": [first, last]} of this stretch
+
+    @property
+    def going(self) -> bool:
+        s, t = self.state, self.tcfg
+        return s["epoch"] < t.epochs and s["lr"] >= t.min_lr and s["bad"] < t.patience
+
+
+def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[TrainConfig, ModelConfig, Vocab, bool]:
+    """``--resume``: the vocabulary and configs stored in ``out``; loss and regularisation settings
+    may change, sizes may not (the weights fix them). Also whether the stored run was ``--clean``."""
+    vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
+    stored = ckpt._read_json(out / "config.json", "config")
+    changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
+    ignored = sorted(set(mcfg_overrides) - set(changeable))
+    if ignored:
+        log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
+    mcfg = ModelConfig.from_json({**stored["model"], **changeable})
+    was_clean = stored["train"].get("clean", False)
+    tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
+                          "substitute": tcfg.substitute})
+    return tcfg, mcfg, vocab, was_clean
+
+
+def _resume_state(out: Path, model, optimizer, fresh: dict, clean_now: bool, resume_lr: float | None) -> dict:
+    """The early-stopping state saved after the last finished epoch in ``out`` (``fresh`` if none);
+    a newly ``--clean`` validation set resets the best loss, ``--lr`` replaces the rate."""
+    state = ckpt.load_resume(out, model, optimizer)
+    if state is None:
+        log.info("nothing to resume in %s; starting fresh", out)
+        return fresh
+    log.info("resuming %s after epoch %d", out, state["epoch"])
+    if clean_now:  # another validation set: its losses start afresh
+        log.info("--clean from epoch %d on: best validation loss reset", state["epoch"] + 1)
+        state["best"], state["bad"] = math.inf, 0
+    if resume_lr is not None:
+        log.info("learning rate %g -> %g (--lr on --resume)", state["lr"], resume_lr)
+        state["lr"], state["bad"] = resume_lr, 0
+    return state
+
+
+def setup(tcfg: TrainConfig, mcfg_overrides: dict, out: Path, data_dir: Path | None = None, resume: bool = False,
+          resume_lr: float | None = None, device: str | torch.device = "cpu", amp: bool = False) -> Run:
+    """Devices, processes, seeds, data, model and optimiser; on ``resume`` the stored ones."""
     device = resolve_device(device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -304,20 +220,9 @@ def fit(
     if not par.main:
         log.setLevel(logging.WARNING)
     torch.manual_seed(tcfg.seed)
-    out = Path(out)
-    was_clean = False
+    out, was_clean = Path(out), False
     if resume and (out / "vocab.json").exists():
-        vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
-        stored = ckpt._read_json(out / "config.json", "config")
-        # loss and regularisation settings may change on resume; sizes may not (the weights fix them)
-        changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
-        ignored = sorted(set(mcfg_overrides) - set(changeable))
-        if ignored:
-            log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
-        mcfg = ModelConfig.from_json({**stored["model"], **changeable})
-        was_clean = stored["train"].get("clean", False)
-        tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
-                              "substitute": tcfg.substitute})
+        tcfg, mcfg, vocab, was_clean = _stored_config(tcfg, mcfg_overrides, out)
         _, _, enc_train, enc_dev = prepare(tcfg, {}, data_dir, vocab)
     else:
         vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
@@ -325,107 +230,117 @@ def fit(
     optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
     state = {"epoch": 0, "best": math.inf, "bad": 0, "lr": tcfg.lr, "history": []}
     if resume:
-        loaded = ckpt.load_resume(out, model, optimizer)
-        if loaded is None:
-            log.info("nothing to resume in %s; starting fresh", out)
-        else:
-            state = loaded
-            log.info("resuming %s after epoch %d", out, state["epoch"])
-            if tcfg.clean and not was_clean:  # another validation set: its losses start afresh
-                log.info("--clean from epoch %d on: best validation loss reset", state["epoch"] + 1)
-                state["best"], state["bad"] = math.inf, 0
-            if resume_lr is not None:
-                log.info("learning rate %g -> %g (--lr on --resume)", state["lr"], resume_lr)
-                state["lr"], state["bad"] = resume_lr, 0
-    trainer = Trainer(model, optimizer, device, par, amp, tcfg.clip)
-    train_cfg = dataclasses.asdict(tcfg)
-    V = len(vocab)
+        state = _resume_state(out, model, optimizer, state, tcfg.clean and not was_clean, resume_lr)
     log.info("%s %s: %d train / %d dev examples, V=%d, %s on %s x %d process(es), %d thread(s) each",
-             tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), V, mcfg, device, par.world, torch.get_num_threads())
-    history = state["history"]
-    say = print if par.main else (lambda *a, **k: None)
-    while state["epoch"] < tcfg.epochs and state["lr"] >= tcfg.min_lr and state["bad"] < tcfg.patience:
-        epoch = state["epoch"] + 1
-        torch.manual_seed(tcfg.seed + epoch + 7919 * par.rank)  # dropout: other masks on every process
-        for g in optimizer.param_groups:
-            g["lr"] = state["lr"]
-        model.train()
-        t0 = time.perf_counter()
-        bar = _progress(len(enc_train), f"epoch {epoch}") if par.main else None
-        tot = torch.zeros(6, dtype=torch.float64, device=device)  # loss·n, nll, tokens, seg·n, K·n, n
-        seen = 0  # global examples, counted on the host
-        curve = []  # in-epoch validation on a dev subset (--val-every)
-        for step, b in enumerate(batches(enc_train, V, tcfg.batch_size, shuffle=True, seed=tcfg.seed + epoch,
-                                         rank=par.rank, world=par.world), 1):
-            st = trainer.step(b)
-            n = b.size
-            tot[:5] += torch.stack([st["loss"].double() * n, st["nll"].double(), st["tokens"].double(),
-                                    st["exp_seg"].double() * n, st["K"].double() * n])
-            tot[5] += n
-            seen += b.global_size or n
-            if tcfg.val_every and step % tcfg.val_every == 0:
-                v = evaluate_loss(model, enc_dev[: tcfg.val_subset], V, tcfg.batch_size, par)
-                curve.append({"step": step, **v})
-                line = f"  step {step}: val nll/token {v['val_nll']:.4f}"
-                if tcfg.model == "seg":
-                    line += f" | E[#seg] {v['val_exp_seg']:.2f} vs K {v['val_K']:.2f}"
-                if par.main:
-                    (bar.write if bar is not None else print)(line)
-            if bar is not None:
-                if step % 10 == 1:  # the loss shown is copied to the host only every 10 steps
-                    post = {"loss": f"{float(st['loss']):.3f}", "ex/s": f"{seen / (time.perf_counter() - t0):.0f}"}
-                    if tcfg.model == "seg":
-                        post["E[#seg]"] = f"{float(st['exp_seg']):.2f}"
-                        post["K"] = f"{float(st['K']):.2f}"
-                    bar.set_postfix(post, refresh=False)
-                bar.update(b.global_size or n)
-        if bar is not None:
-            bar.close()
-        loss_n, nll, tokens, seg, k, n = par.all_reduce(tot).tolist()
-        train_time = time.perf_counter() - t0
-        val = evaluate_loss(model, enc_dev, V, tcfg.batch_size, par)
-        n = max(n, 1)
-        entry = {
-            "epoch": epoch,
-            "lr": state["lr"],
-            "train_loss": loss_n / n,
-            "train_nll": nll / max(tokens, 1),
-            "train_exp_seg": seg / n,
-            "train_K": k / n,
-            **val,
-            "train_seconds": train_time,
-            "examples_per_second": n / train_time,
-            "val_curve": curve,
-        }
-        if par.world > 1 or device.type != "cpu":
-            entry.update(processes=par.world, device=str(device))
-        history.append(entry)
-        improved = val["val_nll"] < state["best"]
+             tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), len(vocab), mcfg, device, par.world, torch.get_num_threads())
+    return Run(tcfg, vocab, enc_train, enc_dev, Trainer(model, optimizer, device, par, amp, tcfg.clip), state, out)
+
+
+def validate(run: Run, subset: int | None = None) -> dict:
+    """Validation NLL per token and E[#seg] vs K on the dev set (its first ``subset`` examples)."""
+    t = run.trainer
+    return evaluate_loss(t.model, run.enc_dev[:subset], len(run.vocab), run.tcfg.batch_size, t.par)
+
+
+def train_epoch(run: Run, epoch: int, on_step: Callable[[Step], None] | None = None) -> dict:
+    """One pass over the training data at ``state["lr"]``: the epoch's training statistics
+    (summed over the processes), its in-epoch validation curve and its time."""
+    tcfg, t, par = run.tcfg, run.trainer, run.trainer.par
+    torch.manual_seed(tcfg.seed + epoch + 7919 * par.rank)  # dropout: other masks on every process
+    for g in t.optimizer.param_groups:
+        g["lr"] = run.state["lr"]
+    t.model.train()
+    t0 = time.perf_counter()
+    tot = torch.zeros(6, dtype=torch.float64, device=t.device)  # loss·n, nll, tokens, seg·n, K·n, n
+    seen, curve = 0, []  # global examples, counted on the host; in-epoch validation (--val-every)
+    for step, b in enumerate(batches(run.enc_train, len(run.vocab), tcfg.batch_size, shuffle=True, seed=tcfg.seed + epoch,
+                                     rank=par.rank, world=par.world), 1):
+        st = t.step(b)
+        n = b.size
+        tot[:5] += torch.stack([st["loss"].double() * n, st["nll"].double(), st["tokens"].double(),
+                                st["exp_seg"].double() * n, st["K"].double() * n])
+        tot[5] += n
+        seen += b.global_size or n
+        val = None
+        if tcfg.val_every and step % tcfg.val_every == 0:
+            val = validate(run, tcfg.val_subset)
+            curve.append({"step": step, **val})
+        if on_step and par.main:
+            on_step(Step(epoch, step, b.global_size or n, seen, len(run.enc_train), time.perf_counter() - t0, st, val))
+    loss_n, nll, tokens, seg, k, n = par.all_reduce(tot).tolist()
+    seconds, n = time.perf_counter() - t0, max(n, 1)
+    return {"train_loss": loss_n / n, "train_nll": nll / max(tokens, 1), "train_exp_seg": seg / n, "train_K": k / n,
+            "seconds": seconds, "examples": n, "val_curve": curve}
+
+
+def record_epoch(run: Run, epoch: int, train: dict, val: dict) -> tuple[dict, bool]:
+    """The history step: append the epoch's entry (and this stretch's command line), update the
+    early-stopping state (lr x ``lr_decay`` when validation loss rises, paper §5) and, on rank 0,
+    write the checkpoint (weights only on a new best) and the resume state. Returns the entry and
+    whether it is a new best."""
+    s, t = run.state, run.trainer
+    entry = {"epoch": epoch, "lr": s["lr"], **{k: train[k] for k in ("train_loss", "train_nll", "train_exp_seg", "train_K")},
+             **val, "train_seconds": train["seconds"], "examples_per_second": train["examples"] / train["seconds"],
+             "val_curve": train["val_curve"]}
+    if t.par.world > 1 or t.device.type != "cpu":
+        entry.update(processes=t.par.world, device=str(t.device))
+    if run.command is not None:  # the first epoch of a stretch holds its command; later ones extend its range
+        if not run.command["epochs"]:
+            entry["command"] = run.command
+        run.command["epochs"] = [run.command["epochs"][0] if run.command["epochs"] else epoch, epoch]
+    s["history"].append(entry)
+    improved = val["val_nll"] < s["best"]
+    if improved:
+        s["best"], s["bad"] = val["val_nll"], 0
+    else:
+        s["bad"] += 1
+        s["lr"] *= run.tcfg.lr_decay
+    s["epoch"] = epoch
+    if t.par.main:
         if improved:
-            state["best"], state["bad"] = val["val_nll"], 0
+            ckpt.save(run.out, t.model, run.vocab, run.tcfg.dataset, dataclasses.asdict(run.tcfg), s["history"])
         else:
-            state["bad"] += 1
-            state["lr"] *= tcfg.lr_decay  # paper: decay by an order of magnitude when val loss rises
-        state["epoch"] = epoch
-        if par.main:
-            if improved:
-                ckpt.save(out, model, vocab, tcfg.dataset, train_cfg, history)
-            else:
-                ckpt.write_history(out, history)
-            ckpt.save_resume(out, model, optimizer, state)
-        msg = (
-            f"epoch {epoch}: train loss {entry['train_loss']:.4f} nll/token {entry['train_nll']:.4f} | "
-            f"val nll/token {val['val_nll']:.4f}{' (best)' if improved else ''}"
-        )
-        if tcfg.model == "seg":
-            msg += f" | E[#seg] {val['val_exp_seg']:.2f} vs K {val['val_K']:.2f}"
-        msg += f" | {entry['examples_per_second']:.0f} ex/s, {train_time:.0f} s"
-        say(msg, flush=True)
-        if on_epoch and par.main:
-            on_epoch(entry)
-    if par.world > 1:
+            ckpt.write_history(run.out, s["history"])
+        ckpt.save_resume(run.out, t.model, t.optimizer, s)
+    return entry, improved
+
+
+def fit(
+    tcfg: TrainConfig,
+    mcfg_overrides: dict,
+    out: Path,
+    data_dir: Path | None = None,
+    resume: bool = False,
+    on_epoch: Callable[[dict, bool], None] | None = None,
+    resume_lr: float | None = None,
+    device: str | torch.device = "cpu",
+    amp: bool = False,
+    on_step: Callable[[Step], None] | None = None,
+    command: str | None = None,
+) -> list[dict]:
+    """Train until early stopping or ``tcfg.epochs``; returns the history. Prints nothing:
+    ``on_step(Step)`` after every update and ``on_epoch(entry, is_new_best)`` after every epoch
+    are called on rank 0 (``main`` draws its progress bar and epoch lines with them).
+
+    ``resume_lr`` (``--lr`` given with ``--resume``) replaces the stored learning rate and resets
+    the patience counter, e.g. to fine-tune a stopped run at the decayed rate. ``device`` is
+    ``auto``, ``cpu`` or ``cuda``; ``amp`` runs the networks in mixed precision on CUDA (the
+    dynamic program stays in float32). Under ``torchrun`` this is one process of a
+    data-parallel run (see the module docstring). ``command`` (the command line) is recorded in
+    history.json on the first epoch this call trains, with the start time and its epoch range.
+    """
+    run = setup(tcfg, mcfg_overrides, out, data_dir, resume, resume_lr, device, amp)
+    if command is not None:
+        run.command = {"line": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "epochs": []}
+    while run.going:
+        epoch = run.state["epoch"] + 1
+        train = train_epoch(run, epoch, on_step)
+        entry, improved = record_epoch(run, epoch, train, validate(run))
+        if on_epoch and run.trainer.par.main:
+            on_epoch(entry, improved)
+    if run.trainer.par.world > 1:
         torch.distributed.barrier()  # rank 0 has written the last checkpoint
-    return history
+    return run.state["history"]
 
 
 def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, steps: int, device: str | torch.device = "cpu",
@@ -483,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.init and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
             init_from(args.init, args.out)
         resume = args.resume or args.init is not None
+        con = Console(tcfg.model)
         fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,
-            device=args.device, amp=args.amp)
+            device=args.device, amp=args.amp, on_step=con.on_step, on_epoch=con.on_epoch,
+            command=command_line(sys.argv[1:] if argv is None else argv))
     except (DataError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

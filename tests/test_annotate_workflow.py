@@ -11,7 +11,7 @@ import torch
 import segviz
 import segviz.decode
 from segviz import checkpoint, faithfulness, service, viz
-from segviz.annotate import AnnotationError, Input, Output, Store, create_campaign
+from segviz.annotate import AnnotationError, Input, Output, Store, create_campaign, editor
 from segviz.annotate import workflow as sv
 from segviz.annotate.workflow import SystemSpec
 from segviz.data import EOS_ID, EOSEG_ID, Vocab
@@ -267,7 +267,7 @@ def test_segment_pieces_are_the_text() -> None:
     records = [Record("name", "The Eagle"), Record("area", "riverside")]
     text = "The Eagle is in the riverside area."  # detokenize would write "in The riverside"
     segments = [[0, 2, 0], [2, 5, None], [5, 7, 1], [7, 8, None]]
-    pieces = sv._pieces(text, tokenize(text), segments, records)
+    pieces = editor._pieces(text, tokenize(text), segments, records)
     assert pieces == [("The Eagle", 0), (" is in the", None), (" riverside area", 1), (".", None)]
     assert "".join(p for p, _ in pieces) == text
     item = {"text": text, "segments": {"tokens": tokenize(text), "segments": segments}, "annotation": None,
@@ -275,7 +275,7 @@ def test_segment_pieces_are_the_text() -> None:
     null = viz.segment_span("is in the", None, title="no record")
     assert sv.segments_html(item).count(f" {null}") == 1
     # tokens that do not match the text (e.g. an edited output): fall back to detokenised tokens
-    assert [p for p, _ in sv._pieces("Something else.", tokenize(text), segments, records)][0] == "The Eagle"
+    assert [p for p, _ in editor._pieces("Something else.", tokenize(text), segments, records)][0] == "The Eagle"
 
 
 def test_alignment_correction(hand: Store) -> None:
@@ -323,4 +323,5 @@ def test_save_one_box_and_stale_view(hand: Store) -> None:
 def test_settings_come_from_the_core() -> None:
     """One of each: constraint levels and beam are the decoder's, colours and segments the Playground's."""
     assert sv.CONSTRAINT_LEVELS == segviz.decode.CONSTRAINTS and sv.BEAM == 5
-    assert not hasattr(sv, "PALETTE") and sv.record_colour is viz.record_colour
+    assert not hasattr(editor, "PALETTE") and editor.record_colour is viz.record_colour
+    assert sv.segments_html is editor.segments_html  # re-exported where the page finds it

@@ -133,3 +133,34 @@ def test_average_is_the_mean_of_the_weights(tmp_path, vocab, examples):
     assert torch.allclose(ckpt.load(tmp_path / "avg").model.state_dict()["out_d.weight"], (a["out_d.weight"] + b["out_d.weight"]) / 2)
     ckpt.save(tmp_path / "pg", make_model("pg", vocab), vocab, "e2e", {}, [])
     assert average_main(["--checkpoints", str(tmp_path / "c0"), str(tmp_path / "pg"), "--out", str(tmp_path / "bad")]) == 2
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_main_prints_fit_does_not_and_history_records_each_command(tmp_path, capsys):
+    small = ["--max-examples", "32", "--max-val-examples", "16", "--batch-size", "16", "--threads", "1",
+             "--hidden", "16", "--emb-dim", "8", "--max-seg-len", "4"]
+    first = ["--dataset", "e2e", "--out", str(tmp_path / "a"), "--epochs", "1", "--val-every", "1", "--val-subset", "4", *small]
+    assert main(first) == 0
+    out = capsys.readouterr().out
+    assert out.count("epoch 1: train loss") == 1 and out.count("  step 1: val nll/token") == 1  # 2 steps, both validated
+    assert out.count("  step 2: val nll/token") == 1 and "E[#seg]" in out
+    again = ["--dataset", "e2e", "--out", str(tmp_path / "a"), "--resume", "--epochs", "3", "--lr", "0.001"]
+    assert main(again) == 0
+    assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines() if ln.startswith("epoch")] == ["epoch 2", "epoch 3"]
+    hist = ckpt.load(tmp_path / "a").history
+    cmds = ckpt.commands(hist)
+    assert [c["line"] for c in cmds] == ["python -m segviz.train " + " ".join(first), "python -m segviz.train " + " ".join(again)]
+    assert [c["epochs"] for c in cmds] == [[1, 1], [2, 3]]
+    assert "command" in hist[0] and "command" in hist[1] and "command" not in hist[2]
+    assert all(c["started"].endswith("Z") and c["started"][:2] == "20" for c in cmds)
+    # --init copies the history: the source's commands come first, then the fine-tuning command
+    tune = ["--dataset", "e2e", "--out", str(tmp_path / "b b"), "--init", str(tmp_path / "a"), "--epochs", "4"]
+    assert main(tune) == 0
+    cmds_b = ckpt.commands(ckpt.load(tmp_path / "b b").history)
+    assert [c["epochs"] for c in cmds_b] == [[1, 1], [2, 3], [4, 4]]
+    assert cmds_b[2]["line"].endswith(f"--out '{tmp_path}/b b' --init {tmp_path}/a --epochs 4")  # shell-quoted
+    # fit itself prints nothing (its callbacks are main's)
+    capsys.readouterr()
+    fit(TrainConfig(dataset="e2e", model="pg", epochs=1, max_examples=16, max_val_examples=8, threads=1), {"hidden": 8, "emb_dim": 8},
+        tmp_path / "quiet")
+    assert capsys.readouterr().out == ""

@@ -12,14 +12,18 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from segviz import checkpoint as ckpt
+
 SCRIPT = ROOT / "scripts" / "train_all.sh"
 SHIPPED = sorted(p.name for p in (ROOT / "checkpoints").iterdir() if (p / "history.json").exists())
+REPLAY_OUT = "runs/replay"  # the script's default OUT: the folder the recorded commands write
 DEFAULT_LR = 0.002  # segviz.train.TrainConfig.lr when the checkpoints were trained
 
 
 def _replay(out: str = "OUT") -> dict[str, dict]:
     """Per checkpoint name: ``lr`` per epoch, ``clean``, last ``reg_weight`` / ``max_seg_len``,
-    as the script's steps would leave them."""
+    and ``commands``: ``[(command line, [first epoch, last epoch]), ...]`` as history.json
+    records them (``python -m segviz.train ...``), as the script's steps would leave them."""
     printed = subprocess.run(["bash", str(SCRIPT), "--dry-run", out], capture_output=True, text=True, check=True).stdout
     runs: dict[str, dict] = {}
     for line in printed.splitlines():
@@ -39,12 +43,13 @@ def _replay(out: str = "OUT") -> dict[str, dict]:
         name = opts["--out"].removeprefix(f"{out}/")
         if "--init" in opts:
             src = runs[opts["--init"].removeprefix(f"{out}/")]
-            run = dict(src, lr=list(src["lr"]))
+            run = dict(src, lr=list(src["lr"]), commands=list(src["commands"]))
         elif "--resume" in flags:
             run = runs[name]
         else:
             assert name not in runs, f"{name} trained from scratch twice"
-            run = {"lr": [], "clean": False, "--reg-weight": None, "--max-seg-len": None}
+            run = {"lr": [], "clean": False, "--reg-weight": None, "--max-seg-len": None, "commands": []}
+        run["commands"].append((shlex.join(["python", *argv[1:]]), [len(run["lr"]) + 1, int(opts["--epochs"])]))
         rate = float(opts.get("--lr", run["lr"][-1] if run["lr"] else DEFAULT_LR))
         run["lr"] += [rate] * (int(opts["--epochs"]) - len(run["lr"]))
         run["clean"] = run["clean"] or "--clean" in flags
@@ -70,6 +75,21 @@ def test_recipe_gives_the_shipped_history_and_settings(name: str) -> None:
     if model["kind"] == "seg":  # the loss settings the recipe gives are the stored ones
         assert float(run["--reg-weight"]) == model["reg_weight"]
         assert int(run["--max-seg-len"] or 8) == model["max_seg_len"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_history_records_the_recipe_commands(name: str) -> None:
+    """history.json names the command of every stretch of epochs: the shipped checkpoints were
+    annotated afterwards with the script's replay commands (default OUT), which say so."""
+    history = ckpt.load(ROOT / "checkpoints" / name).history  # the extra key loads like any other
+    recorded = ckpt.commands(history)
+    assert [(c["line"], c["epochs"]) for c in recorded] == _replay(REPLAY_OUT)[name]["commands"]
+    ranges = [c["epochs"] for c in recorded]
+    assert ranges[0][0] == 1 and ranges[-1][1] == len(history)  # the stretches cover every epoch once
+    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    for c in recorded:
+        assert history[c["epochs"][0] - 1]["command"] is c  # on the stretch's first epoch
+        assert c["started"] is None and "scripts/train_all.sh" in c["source"]
 
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 No Streamlit here: the Annotate and Results pages call these functions.
 
-- :mod:`~segviz.annotate.store`: SQLAlchemy models and :class:`Store` (SQLite by default).
+- :mod:`~segviz.annotate.store`: :class:`Store` (SQLite by default) over the SQLAlchemy models and
+  validation of :mod:`~segviz.annotate.schema`.
 - :mod:`~segviz.annotate.campaign`: sampling (20 inputs per K), blinded per-annotator shuffles,
   resume, uploaded system outputs.
 - :mod:`~segviz.annotate.agreement`: the paper's table per system, Krippendorff's alpha,
@@ -10,70 +11,14 @@ No Streamlit here: the Annotate and Results pages call these functions.
 - :mod:`~segviz.annotate.io`: CSV / JSONL export and import.
 """
 
-from segviz.annotate.agreement import (
-    RESULT_COLUMNS,
-    agreement,
-    cohen_kappa,
-    krippendorff_alpha,
-    majority,
-    majority_count,
-    results_table,
-)
-from segviz.annotate.campaign import (
-    AutoCheck,
-    Input,
-    Output,
-    create_campaign,
-    is_done,
-    items_for,
-    next_item,
-    parse_uploaded_outputs,
-    progress,
-    sample_inputs,
-)
-from segviz.annotate.io import export_csv, export_jsonl, import_csv, import_file, import_jsonl
-from segviz.annotate.store import (
-    FLAG_NAMES,
-    UNSET,
-    AnnotationError,
-    Store,
-    StoreBusyError,
-    default_url,
-    display_url,
-    user_data_dir,
-    validate_annotator,
-)
+from segviz.annotate import agreement as _agreement
+from segviz.annotate import campaign as _campaign
+from segviz.annotate import io as _io
+from segviz.annotate import store as _store
+from segviz.annotate.agreement import *  # noqa: F403
+from segviz.annotate.campaign import *  # noqa: F403
+from segviz.annotate.io import *  # noqa: F403
+from segviz.annotate.store import *  # noqa: F403
 
-__all__ = [
-    "AnnotationError",
-    "StoreBusyError",
-    "Store",
-    "default_url",
-    "display_url",
-    "user_data_dir",
-    "validate_annotator",
-    "FLAG_NAMES",
-    "UNSET",
-    "Input",
-    "Output",
-    "AutoCheck",
-    "create_campaign",
-    "sample_inputs",
-    "items_for",
-    "next_item",
-    "progress",
-    "is_done",
-    "parse_uploaded_outputs",
-    "RESULT_COLUMNS",
-    "results_table",
-    "agreement",
-    "krippendorff_alpha",
-    "cohen_kappa",
-    "majority",
-    "majority_count",
-    "export_csv",
-    "export_jsonl",
-    "import_csv",
-    "import_jsonl",
-    "import_file",
-]
+# the public names of each module, as its own __all__ lists them
+__all__ = [*_store.__all__, *_campaign.__all__, *_agreement.__all__, *_io.__all__]
