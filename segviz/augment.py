@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import re
 
+from segviz import datasets
 from segviz.data import Example
 from segviz.invented import NAMES, PLACES
 from segviz.records import Record, tokenize
@@ -90,15 +91,7 @@ def _entity_tokens(value: str) -> list[str]:
 
 def _names(dataset: str, records: list[Record]) -> list[str]:
     """The values to substitute, longest first (so "Aarhus Airport" goes before "Aarhus")."""
-    if dataset == "e2e":
-        names = [r.value for r in records if r.attribute in ("name", "near")]
-    else:
-        names = [
-            e
-            for r in records
-            for e in (r.subject or "", r.value)
-            if re.search(r"[^\W\d_]", e) and not re.search(r"\d", e)
-        ]
+    names = datasets.get(dataset).names(records)
     return sorted(dict.fromkeys(names), key=lambda v: -len(_entity_tokens(v)))
 
 
@@ -114,7 +107,7 @@ def substitute_example(dataset: str, ex: Example, rng: random.Random, pool: list
     for value in names:
         others = set().union(*(_content(_entity_tokens(v)) for v in names if v != value))
         new = random_name(rng, pool)
-        new_value = new.replace(" ", "_") if dataset == "webnlg" else new
+        new_value = new.replace(" ", datasets.get(dataset).space)
         old_toks = _entity_tokens(value)
         replaced = (
             None

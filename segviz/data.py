@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from segviz.datasets import DATASETS  # noqa: F401 (re-exported: the registry, by name)
+from segviz.datasets import get as get_dataset
 from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples, tokenize
 
 log = logging.getLogger(__name__)
@@ -29,7 +31,6 @@ log = logging.getLogger(__name__)
 PAD, UNK, BOS, EOS, EOSEG = "<pad>", "<unk>", "<bos>", "<eos>", "<$>"
 SPECIALS = (PAD, UNK, BOS, EOS, EOSEG)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID, EOSEG_ID = range(5)
-DATASETS = ("e2e", "webnlg")
 DATA_ENV = "SEGVIZ_DATA"
 
 
@@ -110,11 +111,11 @@ def load_webnlg(path: Path) -> list[Example]:
 def load_split(dataset: str, split: str, data_dir: Path | str | None = None) -> list[Example]:
     """``load_split("e2e", "train")`` from ``data_dir`` (default :func:`default_data_dir`)."""
     root = Path(data_dir) if data_dir is not None else default_data_dir()
-    if dataset == "e2e":
-        return load_e2e(root / "e2e" / f"{split}.csv")
-    if dataset == "webnlg":
-        return load_webnlg(root / "webnlg" / split)
-    raise DataError(f"unknown dataset {dataset!r}; choose one of {DATASETS}")
+    try:
+        ds = get_dataset(dataset)
+    except ValueError as e:
+        raise DataError(str(e)) from None
+    return ds.load(root, split)
 
 
 def unique_inputs(examples: Iterable[Example]) -> list[Example]:

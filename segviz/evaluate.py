@@ -196,8 +196,13 @@ def format_table(scores: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the registry imports the evaluators from segviz.evaluate, which under ``python -m`` is not
+    # this module (__main__): catch that module's EvaluationError
+    from segviz.datasets import DATASETS
+    from segviz.evaluate import EvaluationError as Error
+
     ap = argparse.ArgumentParser(prog="python -m segviz.evaluate", description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", choices=("e2e", "webnlg"), required=True)
+    ap.add_argument("--dataset", choices=tuple(DATASETS), required=True)
     ap.add_argument("--refs", required=True, help="E2E CSV (mr,ref) or WebNLG XML file/folder")
     ap.add_argument(
         "--hyps", required=True, help="E2E TSV (MR<TAB>output) or WebNLG text file (one line per entry)"
@@ -206,10 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-meteor", action="store_true", help="skip METEOR (slow java start-up)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    fn = evaluate_e2e if args.dataset == "e2e" else evaluate_webnlg
     try:
-        scores = fn(args.refs, args.hyps, meteor=not args.no_meteor)
-    except (EvaluationError, FileNotFoundError, OSError) as e:
+        scores = DATASETS[args.dataset].evaluate(args.refs, args.hyps, meteor=not args.no_meteor)
+    except (Error, FileNotFoundError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(format_table(scores))

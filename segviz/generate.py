@@ -7,7 +7,8 @@ E2E input: a CSV with an ``mr`` or ``MR`` column (other columns ignored); output
 header ``MR<TAB>output``, one row per distinct MR in order of first appearance. WebNLG input:
 a WebNLG 2017 challenge XML file, or a folder of them (``<entry>`` elements with
 ``<modifiedtripleset><mtriple>subject | predicate | object</mtriple>…``); output: one line per
-entry in document order.
+entry in document order (readers and writers: :mod:`segviz.formats`, chosen by the checkpoint's
+dataset in :mod:`segviz.datasets`).
 
 Inputs the models were not trained for (unknown attributes, unseen words, more than 20 records,
 very long values) are reported on stderr, one line per input naming its file and line, with a
@@ -17,7 +18,6 @@ count at the end; ``--check`` adds the automatic checker's verdict for every out
 from __future__ import annotations
 
 import argparse
-import csv
 import logging
 import sys
 import time
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz.data_webnlg import WebNLGError, read_webnlg
+from segviz import datasets, formats
 from segviz.decode import (
     CONSTRAINTS,
     NO_REPEAT_NGRAM,
@@ -37,87 +37,26 @@ from segviz.decode import (
     parse_value_rules,
 )
 from segviz.device import DEVICES, on_device
+from segviz.formats import InputError
 from segviz.model import SegmentModel
-from segviz.records import Record, RecordError, parse_e2e_mr, parse_webnlg_triples
+from segviz.records import Record
+from segviz.rows import input_warnings
 
 log = logging.getLogger(__name__)
 
 
-class InputError(ValueError):
-    """An input file that cannot be read as E2E CSV or WebNLG XML."""
-
-
 def read_e2e_inputs(path: Path) -> list[tuple[str, list[Record]]]:
     """Distinct MRs of a CSV with an ``mr``/``MR`` column, in order of first appearance."""
-    return [(mr, records) for mr, records, _ in _read_e2e(path)]
+    return [(mr, records) for mr, records, _ in formats.read_e2e(path)]
 
 
-def _read_e2e(path: Path) -> list[tuple[str, list[Record], str]]:
-    """``(MR, records, "FILE:LINE")`` per distinct MR, at the line of its first appearance."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            col = next((c for c in (reader.fieldnames or []) if c.strip().lower() == "mr"), None)
-            if col is None:
-                raise InputError(
-                    f"{path}: no 'mr' or 'MR' column (columns: {reader.fieldnames}); "
-                    "an E2E model reads a CSV with an 'mr' column"
-                )
-            first: dict[str, int] = {}
-            start = reader.line_num + 1
-            for row in reader:
-                if row.get(col) and row[col] not in first:
-                    first[row[col]] = start
-                start = reader.line_num + 1
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise InputError(f"{path}: cannot read as a UTF-8 CSV ({e})") from e
-    if not first:
-        raise InputError(f"{path}: no MRs found")
-    out = []
-    for mr, line in first.items():
-        try:
-            out.append((mr, parse_e2e_mr(mr), f"{path}:{line}"))
-        except RecordError as e:
-            raise InputError(f"{path}:{line}: {e}") from e
-    return out
-
-
-def _read_webnlg(path: Path) -> list[tuple[str, list[Record], str]]:
-    """``(key, records, "FILE, line N (entry ID)")`` per WebNLG entry, in document order."""
-    try:
-        entries = read_webnlg(path)
-    except WebNLGError as e:
-        raise InputError(
-            f"{e}; a WebNLG model reads WebNLG XML (a file or folder of <entry> elements)"
-        ) from e
-    if not entries:
-        raise InputError(f"{path}: no WebNLG entries found")
-    out = []
-    for e in entries:
-        try:
-            out.append((f"{e.category}/{e.size}/{e.eid}", parse_webnlg_triples(e.triples), e.where))
-        except RecordError as err:
-            raise InputError(f"{e.where}: {err}") from err
-    return out
-
-
-_SUFFIXES = {"e2e": (".xml",), "webnlg": (".csv", ".tsv")}  # the other dataset's input files
-
-
-def read_located_inputs(
-    dataset: str, path: Path, model: str = "the checkpoint"
-) -> list[tuple[str, list[Record], str]]:
+def read_located_inputs(dataset: str, path: Path, model: str = "the checkpoint") -> list[formats.Located]:
     """``(key, records, where)`` for every input of ``path``; ``where`` names the file and line."""
-    if Path(path).suffix.lower() in _SUFFIXES.get(dataset, ()) or (dataset == "e2e" and Path(path).is_dir()):
-        expected = (
-            "a CSV with an 'mr' column"
-            if dataset == "e2e"
-            else "WebNLG XML (a file or folder of <entry> elements)"
-        )
-        name = "an E2E" if dataset == "e2e" else "a WebNLG"
-        got = "a folder" if Path(path).is_dir() else f"a {Path(path).suffix} file"
-        raise InputError(f"{path}: {model} is {name} model and reads {expected}, not {got}")
-    return _read_e2e(path) if dataset == "e2e" else _read_webnlg(path)
+    ds, path = datasets.get(dataset), Path(path)
+    if path.suffix.lower() in ds.foreign_suffixes or (path.is_dir() and not ds.reads_folders):
+        got = "a folder" if path.is_dir() else f"a {path.suffix} file"
+        raise InputError(f"{path}: {model} is {ds.article} {ds.title} model and reads {ds.input_kind}, not {got}")
+    return ds.read_inputs(path)
 
 
 def read_inputs(dataset: str, path: Path) -> list[tuple[str, list[Record]]]:
@@ -169,22 +108,14 @@ def generate_all(
 
 
 def write_outputs(dataset: str, keys: list[str], results: list[GenerationResult], path: Path) -> None:
+    """The outputs in ``dataset``'s output format (E2E: ``MR<TAB>output`` TSV; WebNLG: lines)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as f:
-        if dataset == "e2e":
-            w = csv.writer(f, delimiter="\t", lineterminator="\n")
-            w.writerow(["MR", "output"])
-            for k, r in zip(keys, results, strict=True):
-                w.writerow([k, r.text])
-        else:
-            for r in results:
-                f.write(r.text.replace("\n", " ") + "\n")
+        datasets.get(dataset).write_outputs(f, keys, [r.text for r in results])
 
 
 def warn_inputs(dataset: str, items: list[tuple[str, list[Record], str]], model: ckpt.Checkpoint) -> int:
     """Print the app's warnings to stderr, one line per input that has any; return how many had."""
-    from segviz.service import input_warnings
-
     n = 0
     for _, records, where in items:
         warnings = input_warnings(dataset, records, model)
@@ -213,7 +144,31 @@ def print_checks(
     return n
 
 
-def main(argv: list[str] | None = None) -> int:
+def add_decoding_args(p: argparse.ArgumentParser) -> None:
+    """The options ``generate`` and ``report`` share: beam, n-gram ban, value rules, threads, device."""
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=NO_REPEAT_NGRAM,
+        help="forbid any word n-gram twice in an output (0: off)",
+    )
+    p.add_argument(
+        "--value-rules",
+        type=parse_value_rules,
+        default=None,
+        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+    )
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the model runs (default cpu; auto: CUDA when present)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m segviz.generate",
         description=__doc__,
@@ -223,35 +178,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--input", type=Path, required=True)
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--constraints", choices=CONSTRAINTS, default="rm", help="; ".join(f"{c.name}: {c.help}" for c in CONSTRAINTS.values()))
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument(
-        "--no-repeat-ngram",
-        type=int,
-        default=NO_REPEAT_NGRAM,
-        help="forbid any word n-gram twice in an output (0: off)",
-    )
     p.add_argument(
         "--plan",
         default=None,
         help="comma-separated record order (1-based), applied to inputs with that many records",
     )
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument(
-        "--value-rules",
-        type=parse_value_rules,
-        default=None,
-        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
-    )
     p.add_argument(
         "--check", action="store_true", help="print the automatic checker's verdict for every output (stderr)"
     )
-    p.add_argument(
-        "--device",
-        choices=DEVICES,
-        default="cpu",
-        help="where the model runs (default cpu; auto: CUDA when present)",
-    )
+    add_decoding_args(p)
+    return p
+
+
+def _decode(model: ckpt.Checkpoint, items: list[formats.Located], plan, args) -> tuple[list[GenerationResult], float]:
+    """Every input decoded with a progress bar on stderr; the results and the seconds taken."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(items), unit="input", file=sys.stderr, dynamic_ncols=True)
+    t0 = time.perf_counter()
+    with on_device(args.device):
+        results = generate_all(
+            model,
+            [r for _, r, _ in items],
+            args.constraints,
+            args.beam,
+            plan,
+            progress=lambda i, n: bar.update(1),
+            no_repeat_ngram=args.no_repeat_ngram,
+            rules=args.value_rules,
+        )
+    bar.close()
+    return results, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     for name in ("beam", "no_repeat_ngram", "limit", "threads"):
         if getattr(args, name) < (1 if name == "beam" else 0):
@@ -269,23 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         items = items[: args.limit]
     n_warned = warn_inputs(model.dataset, items, model)
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(items), unit="input", file=sys.stderr, dynamic_ncols=True)
-    t0 = time.perf_counter()
-    with on_device(args.device):
-        results = generate_all(
-            model,
-            [r for _, r, _ in items],
-            args.constraints,
-            args.beam,
-            plan,
-            progress=lambda i, n: bar.update(1),
-            no_repeat_ngram=args.no_repeat_ngram,
-            rules=args.value_rules,
-        )
-    bar.close()
-    dt = time.perf_counter() - t0
+    results, dt = _decode(model, items, plan, args)
     write_outputs(model.dataset, [k for k, _, _ in items], results, args.output)
     n_fb = sum(r.fallback_used for r in results)
     checked = f"; flagged by the checker: {print_checks(model.dataset, items, results)}" if args.check else ""

@@ -2,7 +2,7 @@
 
 E2E train, dev and the usual test set share the same 34 names and 19 ``near`` values, so no
 benchmark sees a name the model has never read; every user who types their own records does.
-These values are made up for that purpose: multi-word, with apostrophes, digits and accents,
+These values (``invented.json``) are made up for that purpose: multi-word, with apostrophes, digits and accents,
 and none occurs in the E2E or WebNLG training data (``tests/test_stress.py`` checks this where
 the data are present). Substitution is seeded by the input, so a suite is reproducible.
 """
@@ -10,34 +10,16 @@ the data are present). Substitution is seeded by the input, so a suite is reprod
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
+from pathlib import Path
 
 from segviz.records import Record
 
-NAMES = (
-    "The Copper Kettle", "Blue Heron Café", "Quillfeather's", "The Brass Lantern", "Marigold & Thyme",
-    "O'Malley's Tavern", "Café Ørsted", "The 7 Lanterns", "Juniper Hollow", "The Velvet Ladle",
-    "Saffron Wharf", "Bramblewood Kitchen", "The Gilded Thimble", "Pemberton's Larder", "Zephyr Noodle House",
-    "Ostrava Grill", "The Tin Pelican", "Lumière Bistro", "Hazelmere", "The Wandering Fig",
-    "Kestrel & Crow", "Number 42 Dining Rooms", "The Salt Cellar", "Tamarind Terrace", "Château Brévent",
-    "The Crooked Spoon", "Mulberry Yard", "Fennimore's", "The Ochre Door", "Nightjar Canteen",
-    "Calloway Rooms", "The Lark and Lemon", "Ravensworth Inn", "Pickwick's Pantry", "The Amber Gull",
-    "Sorrel Street Kitchen", "Dunmore Hall Café", "The Hollow Oak", "Wrenfield", "Piccadilly 88",
-    "The Quiet Walrus", "Bellweather's", "Ember & Ash", "The Cobalt Pear", "Ashdown Smokehouse",
-    "Gwendolyn's Tearoom", "The Paper Crane", "Harrowgate Diner", "Kittiwake", "The Stag's Antler",
-    "Verbena", "Tollgate 3", "The Pewter Mug", "Coriander Court", "Mosswood Brasserie",
-    "The Lantern Fish", "Penhallow's", "Ivory Teapot", "The Sable Fox", "Skylark Pavilion",
-)  # fmt: skip
-
-PLACES = (
-    "Castle Bridge", "The Old Mill", "St. Agnes Quay", "Harbour Lights Cinema", "Elmstead Park",
-    "The Wool Exchange", "Kingsmead Station", "Bishop's Gate", "Northcote Library", "The Corn Market",
-    "Aldgate Pier 4", "Thornbury Abbey", "The Glasshouse Theatre", "Fenwick Green", "Mill Lane Baths",
-    "Côte Blanche Gallery", "Riverside Mews", "The Clock Tower", "Barnaby's Yard", "Prospect Hill",
-    "Ladywell Fields", "The Ferry Steps", "Holloway Arcade", "Swan's Nest Lock", "Linden Square",
-    "The Tannery", "Westgate Museum", "Orchard Row 12", "Halberd Court", "Moorfield Chapel",
-)  # fmt: skip
+_LISTS = json.loads(Path(__file__).with_name("invented.json").read_text(encoding="utf-8"))
+NAMES: tuple[str, ...] = tuple(_LISTS["names"])  # 60 venue names
+PLACES: tuple[str, ...] = tuple(_LISTS["places"])  # 30 landmarks, for E2E ``near``
 
 
 def _rng(records: list[Record], seed: int) -> random.Random:
@@ -57,10 +39,20 @@ def _replaceable(entity: str) -> bool:
     return bool(re.search(r"[^\W\d_]", entity)) and not re.search(r"\d", entity)
 
 
+def names_e2e(records: list[Record]) -> list[str]:
+    """The values of ``records`` that name a venue: ``name`` and ``near``."""
+    return [r.value for r in records if r.attribute in ("name", "near")]
+
+
+def names_webnlg(records: list[Record]) -> list[str]:
+    """The named subjects and objects of ``records`` (letters, no digits), in input order."""
+    return [e for r in records for e in (r.subject or "", r.value) if _replaceable(e)]
+
+
 def substitute_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
     """``records`` with every named subject / object replaced by an invented one (the same
     entity always by the same name within an input; underscores for spaces, as in WebNLG)."""
-    entities = list(dict.fromkeys(e for r in records for e in (r.subject or "", r.value) if _replaceable(e)))
+    entities = list(dict.fromkeys(names_webnlg(records)))
     new = _rng(records, seed).sample(NAMES + PLACES, len(entities))
     table = {e: n.replace(" ", "_") for e, n in zip(entities, new, strict=True)}
     return [Record(r.attribute, table.get(r.value, r.value), table.get(r.subject or "", r.subject)) for r in records]

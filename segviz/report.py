@@ -20,24 +20,21 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
+from segviz import datasets
 from segviz.data import default_data_dir
-from segviz.decode import (
-    CONSTRAINT_LABELS,
-    CONSTRAINTS,
-    DEFAULT_VALUE_RULES,
-    NO_REPEAT_NGRAM,
-    parse_value_rules,
-)
-from segviz.device import DEVICES, on_device
-from segviz.evaluate import KEYS, EvaluationError, evaluate_e2e, evaluate_webnlg
-from segviz.generate import generate_all, read_inputs, write_outputs
+from segviz.datasets import DATASETS
+from segviz.decode import CONSTRAINT_LABELS, CONSTRAINTS, DEFAULT_VALUE_RULES, NO_REPEAT_NGRAM
+from segviz.device import on_device
+from segviz.evaluate import KEYS, EvaluationError
+from segviz.generate import add_decoding_args, generate_all, read_inputs, write_outputs
 from segviz.model import SegmentModel
 
 log = logging.getLogger(__name__)
 
 
 def dev_source(dataset: str, data_dir: Path) -> Path:
-    return data_dir / "e2e" / "dev.csv" if dataset == "e2e" else data_dir / "webnlg" / "dev"
+    """The dev file (or folder) of ``dataset`` under ``data_dir``."""
+    return datasets.get(dataset).split_path(data_dir, "dev")
 
 
 def report(
@@ -52,6 +49,7 @@ def report(
     value_rules: str | None = None,
 ) -> dict:
     c = ckpt.load(checkpoint, device)
+    ds = datasets.get(c.dataset)
     src = dev_source(c.dataset, data_dir)
     items = read_inputs(c.dataset, src)
     metrics = dict(c.metrics)
@@ -67,9 +65,9 @@ def report(
             rules=value_rules,
         )
         seconds = time.perf_counter() - t0
-        out = out_dir / f"{c.name}-{level}.{'tsv' if c.dataset == 'e2e' else 'txt'}"
+        out = out_dir / f"{c.name}-{level}.{ds.output_suffix}"
         write_outputs(c.dataset, [k for k, _ in items], results, out)
-        scores = (evaluate_e2e if c.dataset == "e2e" else evaluate_webnlg)(src, out, meteor=meteor)
+        scores = ds.evaluate(src, out, meteor=meteor)
         scores.update(
             beam=beam,
             no_repeat_ngram=no_repeat_ngram,
@@ -133,33 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, help="checkpoint to generate with and evaluate")
     p.add_argument(
         "--table",
-        choices=("e2e", "webnlg"),
+        choices=tuple(DATASETS),
         help="only print the markdown table of checkpoints/*/metrics.json",
     )
     p.add_argument("--constraints", nargs="+", choices=CONSTRAINTS, default=list(CONSTRAINTS))
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument(
-        "--no-repeat-ngram",
-        type=int,
-        default=NO_REPEAT_NGRAM,
-        help="forbid any word n-gram twice in an output (0: off)",
-    )
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--out-dir", type=Path, default=Path("runs"))
     p.add_argument("--no-meteor", action="store_true")
-    p.add_argument(
-        "--value-rules",
-        type=parse_value_rules,
-        default=None,
-        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
-    )
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument(
-        "--device",
-        choices=DEVICES,
-        default="cpu",
-        help="where the model runs (default cpu; auto: CUDA when present)",
-    )
+    add_decoding_args(p)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.threads:

@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz import faithfulness, invented
+from segviz import datasets, faithfulness, invented
 from segviz.data import default_data_dir
 from segviz.data_webnlg import read_webnlg
 from segviz.decode import (
@@ -174,7 +174,7 @@ def run_unseen(
     dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
 ) -> list[dict]:
     """Every input with invented values, decoded by every system; which values are verbatim."""
-    sub = invented.substitute_e2e if dataset == "e2e" else invented.substitute_webnlg
+    sub = datasets.get(dataset).substitute
     rows = []
     for i, it in enumerate(items):
         records = sub(it.records, seed)

@@ -18,11 +18,12 @@ import streamlit as st
 from segviz import checkpoint as ckpt
 from segviz import decode, service, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
+from segviz.datasets import DATASETS
 from segviz.records import Record, RecordError
 
 log = logging.getLogger(__name__)
 
-DATASET_LABELS = {"e2e": "E2E (restaurants)", "webnlg": "WebNLG (DBpedia triples)"}
+DATASET_LABELS = {name: ds.label for name, ds in DATASETS.items()}  # the registry (segviz.datasets)
 STATUS_ICONS = {"realised": "✓ realised", "missing": "– missing", "repeated": "↻ repeated", "wrong": "✗ wrong",
                 "hallucinated": "+ hallucinated"}  # fmt: skip  (no emoji: not every browser has the font)
 MAX_DEV_INPUTS = 300  # dev inputs offered by the example pickers

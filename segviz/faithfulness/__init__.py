@@ -67,9 +67,7 @@ __all__ = [
 
 
 def check(dataset: str, records: list[Record], text: str) -> FaithReport:
-    """Dispatch to :func:`check_e2e` or :func:`check_webnlg` by dataset name."""
-    if dataset == "e2e":
-        return check_e2e(records, text)
-    if dataset == "webnlg":
-        return check_webnlg(records, text)
-    raise ValueError(f"unknown dataset {dataset!r} (expected 'e2e' or 'webnlg')")
+    """The checker of ``dataset`` (:func:`check_e2e`, :func:`check_webnlg`: its registry entry)."""
+    from segviz.datasets import get  # the registry imports the checkers
+
+    return get(dataset).check(records, text)

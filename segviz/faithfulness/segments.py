@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from segviz.faithfulness.common import ValueMention, normalise
-from segviz.faithfulness.e2e import value_mentions_e2e
-from segviz.faithfulness.webnlg import own_entities_webnlg, value_mentions_webnlg
 from segviz.records import Record, detokenize, is_function_word
 
 SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value", "filler")
@@ -60,15 +58,15 @@ class SegmentVerdict:
 
 
 def _mentions(dataset: str, records: list[Record], norm: str) -> list[ValueMention]:
-    if dataset == "e2e":
-        return value_mentions_e2e(records, norm)
-    if dataset == "webnlg":
-        return value_mentions_webnlg(records, norm)
-    raise ValueError(f"unknown dataset {dataset!r} (expected 'e2e' or 'webnlg')")
+    from segviz.datasets import get  # the registry imports this package
+
+    return get(dataset).value_mentions(records, norm)
 
 
 def _own_entities(dataset: str, record: Record | None) -> frozenset[str]:
-    return own_entities_webnlg(record) if dataset == "webnlg" and record is not None else frozenset()
+    from segviz.datasets import get
+
+    return get(dataset).own_entities(record) if record is not None else frozenset()
 
 
 def _owner(m: ValueMention, spans: list[tuple[int, int]]) -> int:

@@ -1,0 +1,139 @@
+"""The datasets registry: everything that differs between datasets, one record each.
+
+A :class:`Dataset` names where its train / dev files are and how to load them, how one input is
+parsed, how the app's records editor shows a record, which checker judges an output, how the
+generation CLI reads inputs and writes outputs, and how the evaluation CLI scores them. Code that
+depends on the dataset reads ``get(name).field`` instead of branching on the name; adding a
+dataset is one :func:`register` call (``tests/test_datasets.py`` adds a toy one). Importing this
+module does not import torch (the loaders import :mod:`segviz.data` when called).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from segviz import formats, invented
+from segviz.evaluate import evaluate_e2e, evaluate_webnlg
+from segviz.faithfulness.common import FaithReport, ValueMention
+from segviz.faithfulness.e2e import check_e2e, value_mentions_e2e
+from segviz.faithfulness.webnlg import check_webnlg, own_entities_webnlg, value_mentions_webnlg
+from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
+
+E2E_ATTRIBUTES = ("name", "eatType", "food", "priceRange", "customer rating", "area", "familyFriendly", "near")
+
+
+def _no_entities(record: Record) -> frozenset[str]:
+    return frozenset()
+
+
+def _no_names(records: list[Record]) -> list[str]:
+    return []
+
+
+def _attribute_key(rec: Record) -> tuple[tuple, str]:
+    return (rec.attribute,), f"attribute {rec.attribute!r}"
+
+
+def _triple_key(rec: Record) -> tuple[tuple, str]:
+    return (rec.subject, rec.attribute, rec.value), f"triple {rec.label!r}"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset. Paths in ``files`` are relative to the data folder, ``{split}`` filled in."""
+
+    name: str  # registry key, stored in every checkpoint's config.json
+    title: str  # in messages: "an E2E model"
+    label: str  # the app's dataset switch
+    files: str  # "e2e/{split}.csv": train / dev files (or folders) under the data folder
+    loader: Callable[[Path], list]  # a split's file -> segviz.data.Example list
+    parse: Callable[[str], list[Record]]  # one input as written in the data ("name[X], food[Y]")
+    check: Callable[[list[Record], str], FaithReport]  # the automatic checker (segviz.faithfulness)
+    value_mentions: Callable[[list[Record], str], list[ValueMention]]  # values stated in a normalised text
+    read_inputs: Callable[[Path], list[formats.Located]]  # the generation CLI's input file
+    input_kind: str  # what read_inputs reads, for messages
+    write_outputs: Callable[[TextIO, Sequence[str], Sequence[str]], None]  # (file, keys, texts)
+    output_suffix: str  # of the files write_outputs writes
+    evaluate: Callable[..., dict]  # (references path, outputs path, meteor=) -> scores
+    substitute: Callable[[list[Record], int], list[Record]]  # invented names (segviz.stress)
+    names: Callable[[list[Record]], list[str]] = _no_names  # values that name something (segviz.augment)
+    space: str = " "  # how a value writes a space (WebNLG entities: "_")
+    article: str = "a"  # "an E2E model"
+    foreign_suffixes: tuple[str, ...] = ()  # input files of another dataset, refused by name
+    reads_folders: bool = True  # read_inputs accepts a folder
+    own_entities: Callable[[Record], frozenset[str]] = _no_entities  # entities a record may restate
+    columns: tuple[str, ...] = ("attribute", "value")  # the records editor
+    row: Callable[[Record], list[str]] = lambda r: [r.attribute, r.value]  # a record's cells
+    record: Callable[[list[str]], Record] = lambda cells: Record(cells[0], cells[1])  # cells -> record
+    key: Callable[[Record], tuple[tuple, str]] = _attribute_key  # identity for duplicates, and its name
+    empty_hint: str = ""  # added to "no records: add at least one row"
+    attributes: tuple[str, ...] | None = None  # known attributes (others warn); None: open-ended
+    uploads: bool = False  # the app reads uploaded "MR<TAB>output" files of this dataset
+    not_measured: frozenset[str] = field(default_factory=frozenset)  # checker counts that are always 0
+
+    def split_path(self, data_dir: Path, split: str) -> Path:
+        return Path(data_dir) / self.files.format(split=split)
+
+    def load(self, data_dir: Path, split: str) -> list:
+        """``split`` (train / dev) of this dataset under ``data_dir``, as Examples."""
+        return self.loader(self.split_path(data_dir, split))
+
+
+DATASETS: dict[str, Dataset] = {}
+
+
+def register(dataset: Dataset) -> Dataset:
+    """Add ``dataset`` (or replace the one of that name); every CLI and page then offers it."""
+    DATASETS[dataset.name] = dataset
+    return dataset
+
+
+def get(name: str) -> Dataset:
+    """The registered dataset called ``name``; ValueError naming the choices otherwise."""
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(map(repr, DATASETS))}") from None
+
+
+def _load_e2e(path: Path) -> list:
+    from segviz.data import load_e2e  # imports torch
+
+    return load_e2e(path)
+
+
+def _load_webnlg(path: Path) -> list:
+    from segviz.data import load_webnlg  # imports torch
+
+    return load_webnlg(path)
+
+
+def _parse_triples(text: str) -> list[Record]:
+    """One triple ``subject | predicate | object`` per line."""
+    return parse_webnlg_triples([line for line in text.splitlines() if line.strip()])
+
+
+register(Dataset(
+    name="e2e", title="E2E", article="an", label="E2E (restaurants)",
+    files="e2e/{split}.csv", loader=_load_e2e, parse=parse_e2e_mr,
+    check=check_e2e, value_mentions=value_mentions_e2e,
+    read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",), reads_folders=False,
+    write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
+    substitute=invented.substitute_e2e, names=invented.names_e2e,
+    empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES, uploads=True,
+))  # fmt: skip
+register(Dataset(
+    name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
+    files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
+    check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg,
+    not_measured=frozenset({"wrong", "hallucinated"}),
+    read_inputs=formats.read_webnlg_inputs, input_kind="WebNLG XML (a file or folder of <entry> elements)",
+    foreign_suffixes=(".csv", ".tsv"),
+    write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
+    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_",
+    columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
+    record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
+))  # fmt: skip

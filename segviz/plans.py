@@ -1,0 +1,121 @@
+"""The Plan editor's backend: decoding with a forced record order, plans sampled from the
+transition model (paper appendix B), and the list of plans ranked by log-probability per token.
+No Streamlit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from segviz import decode
+from segviz.checkpoint import Checkpoint
+from segviz.records import Record, RecordError
+from segviz.systems import SystemView, _check, _run_seg, _threads
+
+
+def generate_with_plan(
+    dataset: str, records: list[Record], seg: Checkpoint, plan: list[int], beam: int = 5
+) -> SystemView:
+    """The segment model's output with the record order forced to ``plan`` (record ids 1..K)."""
+    if sorted(plan) != list(range(1, len(records) + 1)):
+        raise RecordError(f"the plan must order every record exactly once (1..{len(records)}), got {plan}")
+    with _threads(1):
+        return _run_seg(dataset, records, seg, "rm", beam, plan=list(plan))
+
+
+def sample_plans(
+    dataset: str, records: list[Record], seg: Checkpoint, n: int = 3, seed: int = 0, beam: int = 5
+) -> list[SystemView]:
+    """Up to ``n`` distinct record orders sampled from the transition model, each decoded with
+    the order forced (paper appendix B).
+
+    Samples like :func:`segviz.decode.sample_structures` (under ``+R``, so that a sample that
+    skips a record still ends; the records it skipped are appended to its order), but decodes
+    every plan with the checkpoint's value rules, like every other output of the app, and draws
+    at most ``3 n`` samples (decode's has no ``rules`` parameter and draws ``4 n``).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    dec = decode.SegmentDecoder(seg.model, seg.vocab)
+    K = len(records)
+    plans: list[list[int]] = []
+    with _threads(1):
+        for _ in range(3 * n):
+            hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
+            if hyp is None:
+                continue
+            order = list(dict.fromkeys(j for _, _, j in hyp.segments if j > 0))
+            order += [j for j in range(1, K + 1) if j not in order]
+            if order not in plans:
+                plans.append(order)
+            if len(plans) >= n:
+                break
+        results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p, rules=seg.rules()) for p in plans]
+    return [_check(dataset, records, SystemView("seg", r), "as decoded") for r in results]
+
+
+def plan_of(result: decode.GenerationResult | None, K: int | None = None) -> list[int]:
+    """The record order of an output: records 1..K in the order their first segment appears
+    (records it never realises are appended when ``K`` is given)."""
+    order = list(dict.fromkeys(k for _, _, k in (result.segments if result else []) if k))
+    return order + [k for k in range(1, (K or 0) + 1) if k not in order]
+
+
+def log_prob_per_token(result: decode.GenerationResult) -> float:
+    """The decoder's log-probability of an output divided by its length (how beams are ranked)."""
+    return float(result.scores.get("log_prob", float("nan"))) / max(int(result.scores.get("length", 1)), 1)
+
+
+@dataclass
+class PlanOverview:
+    """What the Plan editor starts from: the model's own output (+RM) and its plan, and other
+    plans, each decoded with the plan forced, best first by log-probability per token."""
+
+    own: SystemView
+    plan: list[int]
+    candidates: list[SystemView]
+    asked: int  # how many sampled plans were asked for (fewer may be distinct)
+    sampled: int  # how many distinct sampled plans there were
+    appended: list[int] = field(default_factory=list)  # records of the plan the unconstrained output leaves out
+
+
+def plan_overview(
+    dataset: str, records: list[Record], seg: Checkpoint, beam: int = 5, n: int = 4, seed: int = 0
+) -> PlanOverview:
+    """The model's own plan (its +RM output) and up to ``n`` other plans sampled from its
+    transition model (:func:`sample_plans`), all ranked by log-probability per token."""
+    with _threads(1):
+        own = _run_seg(dataset, records, seg, "rm", beam)
+        free = _run_seg(dataset, records, seg, "none", beam)  # what +RM had to add
+    samples = sample_plans(dataset, records, seg, n, seed, beam)
+    plan = plan_of(own.result, len(records))
+    seen, candidates = set(), []
+    for v in [own, *samples]:
+        p = tuple(plan_of(v.result, len(records)))
+        if v.result is not None and p not in seen:
+            seen.add(p)
+            candidates.append(v)
+    candidates.sort(key=lambda v: -log_prob_per_token(v.result))
+    said = set(plan_of(free.result))
+    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said])
+
+
+def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
+    """The Plan editor's list of plans: plan, log-probability (total and per token), verdicts."""
+    rows = []
+    for rank, v in enumerate(overview.candidates, start=1):
+        res = v.result
+        plan = plan_of(res, len(records))
+        errors = v.report.errors if v.report is not None else None
+        rows.append({
+            "rank": rank,
+            "plan": " → ".join(map(str, plan)),
+            "source": "the model's own (+RM)" if v is overview.own else "sampled, forced",
+            "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
+            "per token": round(log_prob_per_token(res), 3),
+            "checker errors": errors,
+            "text": res.text,
+        })
+    return rows

@@ -1,0 +1,130 @@
+"""The Results page's backend: every checkpoint folder's dataset, kind, training history and
+dev metrics, read without loading weights, and the metrics table. No Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from segviz.checkpoint import CheckpointError
+from segviz.datasets import DATASETS
+from segviz.decode import CONSTRAINT_LABELS
+from segviz.systems import checkpoint_root
+
+
+@dataclass
+class CheckpointSummary:
+    """What the Results page shows of one checkpoint folder (read without loading weights)."""
+
+    name: str
+    path: Path
+    dataset: str = "?"
+    kind: str = "?"
+    history: list[dict] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def _read(path: Path, default):
+    if not path.exists():
+        return default
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path.name} is unreadable ({e})") from e
+
+
+def summarise_checkpoints(root: Path | None = None) -> list[CheckpointSummary]:
+    """Every checkpoint folder under ``root`` (default :func:`checkpoint_root`): dataset, kind,
+    training history and dev metrics, or the reason it cannot be read."""
+    root = Path(root) if root is not None else checkpoint_root()
+    out = []
+    if not root.is_dir():
+        return out
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        s = CheckpointSummary(d.name, d)
+        try:
+            config = _read(d / "config.json", None)
+            if not isinstance(config, dict):
+                raise CheckpointError("no config.json (training has not written its first epoch yet?)")
+            s.dataset = str(config.get("dataset", "?"))
+            s.kind = str(config.get("model", {}).get("kind", "?"))
+            hist = _read(d / "history.json", [])
+            s.history = [h for h in hist if isinstance(h, dict)] if isinstance(hist, list) else []
+            metrics = _read(d / "metrics.json", {})
+            s.metrics = metrics if isinstance(metrics, dict) else {}
+        except CheckpointError as e:
+            s.error = str(e)
+        out.append(s)
+    return out
+
+
+def metrics_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
+    """Flatten metrics into one row per (checkpoint, constraint level). A metrics dict is either
+    flat (``{"bleu": …}``) or keyed by level (``{"rm": {"bleu": …}, …}``); both are shown."""
+    rows = []
+    for s in summaries:
+        flat = {k: v for k, v in s.metrics.items() if not isinstance(v, dict)}
+        nested = {k: v for k, v in s.metrics.items() if isinstance(v, dict)}
+        if flat:
+            rows.append({"checkpoint": s.name, "level": "—", **_numbers(flat)})
+        for level, m in nested.items():
+            rows.append(
+                {"checkpoint": s.name, "level": CONSTRAINT_LABELS.get(level, level), **_numbers(m)}
+            )
+    return rows
+
+
+# readable headers of the Results table, in order: (metrics key, header, format)
+RESULT_COLUMNS = (
+    ("bleu", "BLEU", "{:.4f}"), ("rouge_l", "ROUGE-L", "{:.4f}"), ("meteor", "METEOR", "{:.4f}"),
+    ("cider", "CIDEr", "{:.4f}"), ("wrong", "wrong", "{:,.0f}"), ("repeated", "repeated", "{:,.0f}"),
+    ("missing", "missing", "{:,.0f}"), ("hallucinated", "hallucinated", "{:,.0f}"),
+    ("slot_error_rate", "SER", "{:.2%}"), ("dist1", "Dist-1", "{:,.0f}"), ("dist3", "Dist-3", "{:,.0f}"),
+    ("generation_seconds", "gen. time (s)", "{:,.0f}"),
+)  # fmt: skip
+# what the automatic checker does not measure, per dataset (WebNLG: its predicates are open-ended)
+NOT_MEASURED = {name: set(ds.not_measured) for name, ds in DATASETS.items() if ds.not_measured}
+LEVEL_NAMES = {"pg": "PG", **CONSTRAINT_LABELS}
+
+
+def _not_measured(dataset: str) -> frozenset[str]:
+    return DATASETS[dataset].not_measured if dataset in DATASETS else frozenset()
+
+
+def results_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
+    """The Results page's metrics table: one row per (checkpoint, system), readable headers,
+    SER in %, "n/a" for what the checker does not measure for the dataset (WebNLG: wrong,
+    hallucinated) or what was not computed (e.g. METEOR without Java). All cells are text."""
+    rows = []
+    for s in summaries:
+        levels = {k: v for k, v in s.metrics.items() if isinstance(v, dict)}
+        flat = {k: v for k, v in s.metrics.items() if not isinstance(v, dict)}
+        if flat:
+            levels = {"—": flat, **levels}
+        order = ["—", *LEVEL_NAMES]
+        for level, m in sorted(levels.items(), key=lambda lm: order.index(lm[0]) if lm[0] in order else len(order)):
+            row = {"checkpoint": s.name, "system": LEVEL_NAMES.get(level, level)}
+            for key, header, fmt in RESULT_COLUMNS:
+                v = m.get(key)
+                ok = isinstance(v, int | float) and not isinstance(v, bool) and v == v
+                row[header] = "n/a" if key in _not_measured(s.dataset) or not ok else fmt.format(v)
+            n = m.get("inputs") or m.get("n")
+            row["inputs"] = f"{n:,}" if isinstance(n, int) else "n/a"
+            rows.append(row)
+    return rows
+
+
+def shipped_epoch(history: Sequence[dict]) -> int | None:
+    """The epoch whose weights a checkpoint holds: the one with the lowest validation NLL (the
+    trainer keeps the best by validation loss); None without validation losses."""
+    best = [(h["val_nll"], h["epoch"]) for h in history
+            if isinstance(h.get("val_nll"), int | float) and h["val_nll"] == h["val_nll"] and "epoch" in h]  # fmt: skip
+    return min(best)[1] if best else None
+
+
+def _numbers(d: dict) -> dict:
+    return {k: v for k, v in d.items() if isinstance(v, int | float | str) and not isinstance(v, bool)}

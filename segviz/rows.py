@@ -1,0 +1,142 @@
+"""Records <-> the records editor's rows <-> the URL's ``?records=`` parameter, validated the same
+way everywhere, and the warnings about inputs the models were not trained for (the CLIs print
+them too). The columns and the record each row makes come from the dataset's registry entry
+(:mod:`segviz.datasets`). No torch, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from segviz.datasets import E2E_ATTRIBUTES, get  # noqa: F401 (E2E_ATTRIBUTES: re-exported)
+from segviz.records import Record, RecordError
+
+if TYPE_CHECKING:
+    from segviz.checkpoint import Checkpoint
+
+MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
+MAX_VALUE_CHARS = 200  # longest value in training: E2E 25, WebNLG 166 characters
+
+
+def columns(dataset: str) -> list[str]:
+    """Columns of the records editor."""
+    return list(get(dataset).columns)
+
+
+def rows_from_records(dataset: str, records: Sequence[Record]) -> list[dict]:
+    ds = get(dataset)
+    return [dict(zip(ds.columns, ds.row(r), strict=True)) for r in records]
+
+
+def _cell(row: dict, col: str) -> str:
+    v = row.get(col)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v).strip()
+
+
+@dataclass
+class ParsedRecords:
+    records: list[Record]
+    warnings: list[str] = field(default_factory=list)
+
+
+def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
+    """Editor rows -> records. Fully blank rows are skipped; raises :class:`RecordError` on a
+    partly blank row, a duplicate attribute / triple, no records, or more than ``MAX_RECORDS``.
+    Unknown E2E attributes only warn (the model copies what it does not know)."""
+    ds = get(dataset)
+    cols = list(ds.columns)
+    records: list[Record] = []
+    warnings: list[str] = []
+    seen: dict[tuple, int] = {}
+    for n, row in enumerate(rows, start=1):
+        cells = [_cell(row, c) for c in cols]
+        if not any(cells):
+            continue
+        blank = [c for c, v in zip(cols, cells, strict=True) if not v]
+        if blank:
+            raise RecordError(f"row {n}: {' and '.join(blank)} is blank; fill it in or delete the row")
+        rec = ds.record(cells)
+        ident, what = ds.key(rec)
+        warnings += [f"row {n}: {w}" for w in record_warnings(dataset, rec)]
+        if ident in seen:
+            raise RecordError(
+                f"row {n}: duplicate {what} (also in row {seen[ident]}); each record may appear once"
+            )
+        if not rec.tokens:
+            raise RecordError(f"row {n}: {rec.label!r} contains no words")
+        seen[ident] = n
+        records.append(rec)
+    if not records:
+        raise RecordError("no records: add at least one row" + ds.empty_hint)
+    if len(records) > MAX_RECORDS:
+        raise RecordError(f"{len(records)} records given; the app handles at most {MAX_RECORDS} per input")
+    return ParsedRecords(records, warnings)
+
+
+def record_warnings(dataset: str, rec: Record) -> list[str]:
+    """What the models were not trained for in one record: an unknown attribute (E2E), a very long value."""
+    out, ds = [], get(dataset)
+    if ds.attributes is not None and rec.attribute not in ds.attributes:
+        out.append(f"{rec.attribute!r} is not {ds.article} {ds.title} attribute ({', '.join(ds.attributes)}); the models never saw it in training")
+    if len(rec.value) > MAX_VALUE_CHARS:
+        out.append(f"the value has {len(rec.value):,} characters; the models were trained on values of at most {MAX_VALUE_CHARS}")
+    return out
+
+
+def unknown_words_warning(ck: Checkpoint | None, records: Sequence[Record]) -> list[str]:
+    """A warning listing the input words outside the model's vocabulary (none if all are known)."""
+    unknown = _unknown_words(ck, records)
+    if not unknown:
+        return []
+    shown = ", ".join(unknown[:12]) + (" …" if len(unknown) > 12 else "")
+    return [f"Words the models have never seen (they can only be copied from the input): {shown}"]
+
+
+def input_warnings(dataset: str, records: Sequence[Record], ck: Checkpoint | None) -> list[str]:
+    """Everything the app warns about for one input (the CLIs print the same): more records than
+    the app takes, unknown attributes, very long values, unseen words."""
+    out = []
+    if len(records) > MAX_RECORDS:
+        out.append(f"{len(records)} records; the models were trained on at most 8 (E2E) or 7 (WebNLG), the app takes {MAX_RECORDS}")
+    for k, rec in enumerate(records, start=1):
+        out += [f"record {k}: {w}" for w in record_warnings(dataset, rec)]
+    return out + unknown_words_warning(ck, records)
+
+
+def records_to_param(records: Sequence[Record]) -> str:
+    """Records -> a compact JSON string for the URL (``?records=``)."""
+    return json.dumps(
+        [
+            [r.subject, r.attribute, r.value] if r.subject is not None else [r.attribute, r.value]
+            for r in records
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def records_from_param(dataset: str, param: str) -> list[Record]:
+    """Inverse of :func:`records_to_param`, validated like the editor (raises RecordError)."""
+    try:
+        items = json.loads(param)
+    except (json.JSONDecodeError, TypeError) as e:
+        raise RecordError(f"the link's records parameter is not valid JSON ({e})") from e
+    if not isinstance(items, list) or not all(isinstance(i, list) for i in items):
+        raise RecordError("the link's records parameter must be a list of [attribute, value] pairs")
+    cols = columns(dataset)
+    rows = [dict(zip(cols, (str(x) for x in item), strict=False)) for item in items]
+    if any(len(item) != len(cols) for item in items):
+        raise RecordError(f"the link's records must have {len(cols)} parts each ({', '.join(cols)})")
+    return records_from_rows(dataset, rows).records
+
+
+def _unknown_words(ck: Checkpoint | None, records: Sequence[Record]) -> list[str]:
+    if ck is None:
+        return []
+    return sorted({t for r in records for t in r.tokens if t not in ck.vocab.stoi})
