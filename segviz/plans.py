@@ -6,9 +6,7 @@ No Streamlit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-
-import torch
+from dataclasses import dataclass, field, replace
 
 from segviz import decode
 from segviz.checkpoint import Checkpoint
@@ -30,30 +28,11 @@ def sample_plans(
     dataset: str, records: list[Record], seg: Checkpoint, n: int = 3, seed: int = 0, beam: int = 5
 ) -> list[SystemView]:
     """Up to ``n`` distinct record orders sampled from the transition model, each decoded with
-    the order forced (paper appendix B).
-
-    Samples like :func:`segviz.decode.sample_structures` (under ``+R``, so that a sample that
-    skips a record still ends; the records it skipped are appended to its order), but decodes
-    every plan with the checkpoint's value rules, like every other output of the app, and draws
-    at most ``3 n`` samples (decode's has no ``rules`` parameter and draws ``4 n``).
-    """
-    gen = torch.Generator().manual_seed(seed)
-    dec = decode.SegmentDecoder(seg.model, seg.vocab)
-    K = len(records)
-    plans: list[list[int]] = []
+    the order forced (paper appendix B, :func:`segviz.decode.sample_structures`) and the
+    checkpoint's value rules, like every other output of the app; at most ``3 n`` samples."""
     with _threads(1):
-        for _ in range(3 * n):
-            hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
-            if hyp is None:
-                continue
-            order = list(dict.fromkeys(j for _, _, j in hyp.segments if j > 0))
-            order += [j for j in range(1, K + 1) if j not in order]
-            if order not in plans:
-                plans.append(order)
-            if len(plans) >= n:
-                break
-        results = [decode.generate_seg(seg.model, seg.vocab, records, "rm", beam, plan=p, rules=seg.rules()) for p in plans]
-    return [_check(dataset, records, SystemView("seg", r), "as decoded") for r in results]
+        results = decode.sample_structures(seg.model, seg.vocab, records, n, seed, beam, rules=seg.rules(), draws=3)
+    return [_check(dataset, records, SystemView("seg", replace(r, system="seg")), "as decoded") for r in results]
 
 
 def plan_of(result: decode.GenerationResult | None, K: int | None = None) -> list[int]:

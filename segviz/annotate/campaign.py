@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from segviz import datasets
 from segviz.annotate.store import (
     AnnotationError,
     Store,
@@ -235,7 +236,7 @@ def parse_uploaded_outputs(data: str | bytes, dataset: str, inputs: Sequence[Inp
     if not lines or not any(line.strip() for line in lines):
         raise AnnotationError("the file is empty")
     if any("\t" in line for line in lines):
-        if dataset.lower() != "e2e":
+        if not datasets.get(dataset.lower()).uploads:
             raise AnnotationError(f"tab-separated columns are only read for E2E; for {dataset} upload one "
                                   "output per line")
         return _parse_tsv(text, inputs)

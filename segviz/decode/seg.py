@@ -141,28 +141,35 @@ def _reranked(rules: ValueRules | None, records: list[Record], ranked: list[Gene
 
 
 def sample_structures(
-    model: SegmentModel, vocab: Vocab, records: list[Record], n: int = 5, seed: int = 0, beam: int = 5
+    model: SegmentModel,
+    vocab: Vocab,
+    records: list[Record],
+    n: int = 5,
+    seed: int = 0,
+    beam: int = 5,
+    *,
+    rules: ValueRules | None = None,
+    draws: int = 4,
 ) -> list[GenerationResult]:
-    """Diverse structures (paper appendix B): sample record orders from the transition model,
-    then decode each distinct plan with plan forcing. Returns up to ``n`` distinct plans."""
+    """Diverse structures (paper appendix B): sample record orders from the transition model
+    (at most ``draws * n`` samples), then decode each distinct plan with plan forcing (and
+    ``rules``). Returns up to ``n`` distinct plans."""
     gen = torch.Generator().manual_seed(seed)
     dec = SegmentDecoder(model, vocab)
     plans: list[list[int]] = []
-    for _ in range(4 * n):
+    for _ in range(draws * n):
         # sample under +R (sampling under +RM can wander until the length budget runs out);
         # records the sample skipped are appended to its order
         hyp, _, _ = dec.search(records, "r", beam=1, sample=gen)
         if hyp is None:
             continue
-        order = []
-        for _, _, j in hyp.segments:
-            if j > 0 and j not in order:
-                order.append(j)
+        order = list(dict.fromkeys(j for _, _, j in hyp.segments if j > 0))
         order += [j for j in range(1, len(records) + 1) if j not in order]
         if order not in plans:
             plans.append(order)
         if len(plans) >= n:
             break
     return [
-        generate_seg(model, vocab, records, "rm", beam, plan=p, system="seg (sampled plan)") for p in plans
+        generate_seg(model, vocab, records, "rm", beam, plan=p, system="seg (sampled plan)", rules=rules)
+        for p in plans
     ]
