@@ -174,8 +174,9 @@ with right:
 st.divider()
 st.subheader("Plans the model finds likely")
 st.caption(
-    "The model's own plan and plans sampled from its transition distribution (seed 0), each decoded with the plan "
-    "forced; best first by log-probability per token (how the beam ranks outputs)."
+    "The model's own plan, the other plans of its beam's n-best list (+RM), and plans sampled from its transition "
+    "distribution (seed 0) decoded with the plan forced; best first by log-probability per token (how the beam ranks "
+    "outputs)."
 )
 if overview.sampled < overview.asked:
     st.info(f"{overview.asked} sampled plans were asked for; only {overview.sampled} were distinct.")

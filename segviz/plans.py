@@ -58,27 +58,43 @@ class PlanOverview:
     asked: int  # how many sampled plans were asked for (fewer may be distinct)
     sampled: int  # how many distinct sampled plans there were
     appended: list[int] = field(default_factory=list)  # records of the plan the unconstrained output leaves out
+    beam: list[SystemView] = field(default_factory=list)  # the beam's n-best +RM outputs (own first), distinct plans
+
+
+def beam_plans(dataset: str, records: list[Record], seg: Checkpoint, beam: int = 5) -> list[SystemView]:
+    """The beam's n-best +RM outputs (:func:`segviz.decode.generate_seg_nbest`), best first, one
+    per distinct plan; the first is the model's own output."""
+    nbest = decode.generate_seg_nbest(seg.model, seg.vocab, records, "rm", beam, beam, rules=seg.rules())
+    views, seen = [], set()
+    for r in nbest:
+        p = tuple(plan_of(r, len(records)))
+        if p not in seen:
+            seen.add(p)
+            views.append(_check(dataset, records, SystemView("seg", r), "as decoded"))
+    return views
 
 
 def plan_overview(
     dataset: str, records: list[Record], seg: Checkpoint, beam: int = 5, n: int = 4, seed: int = 0
 ) -> PlanOverview:
-    """The model's own plan (its +RM output) and up to ``n`` other plans sampled from its
-    transition model (:func:`sample_plans`), all ranked by log-probability per token."""
+    """The model's own plan (its +RM output), the other plans of its beam's n-best list
+    (:func:`beam_plans`) and up to ``n`` plans sampled from its transition model
+    (:func:`sample_plans`), all ranked by log-probability per token."""
     with _threads(1):
-        own = _run_seg(dataset, records, seg, "rm", beam)
+        ranked = beam_plans(dataset, records, seg, beam)
         free = _run_seg(dataset, records, seg, "none", beam)  # what +RM had to add
+    own = ranked[0]
     samples = sample_plans(dataset, records, seg, n, seed, beam)
     plan = plan_of(own.result, len(records))
     seen, candidates = set(), []
-    for v in [own, *samples]:
+    for v in [*ranked, *samples]:
         p = tuple(plan_of(v.result, len(records)))
         if v.result is not None and p not in seen:
             seen.add(p)
             candidates.append(v)
     candidates.sort(key=lambda v: -log_prob_per_token(v.result))
     said = set(plan_of(free.result))
-    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said])
+    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said], ranked)
 
 
 def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
@@ -91,10 +107,18 @@ def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
         rows.append({
             "rank": rank,
             "plan": " → ".join(map(str, plan)),
-            "source": "the model's own (+RM)" if v is overview.own else "sampled, forced",
+            "source": _source(overview, v),
             "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
             "per token": round(log_prob_per_token(res), 3),
             "checker errors": errors,
             "text": res.text,
         })
     return rows
+
+
+def _source(overview: PlanOverview, view: SystemView) -> str:
+    """Where a plan of the list comes from: the model's own output, its beam, or a sample."""
+    if view is overview.own:
+        return "the model's own (+RM)"
+    rank = next((i for i, b in enumerate(overview.beam, start=1) if b is view), None)
+    return f"beam n-best #{rank} (+RM)" if rank else "sampled, forced"

@@ -1,0 +1,51 @@
+"""The Plan editor's list of plans: the model's own, its beam's n-best list, sampled ones (segviz.plans)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from segviz import checkpoint, decode, plans
+from segviz.records import parse_e2e_mr
+
+E2E_SEG = Path(__file__).resolve().parent.parent / "checkpoints" / "e2e-seg"
+RECORDS = parse_e2e_mr(
+    "name[Blue Heron Café], eatType[coffee shop], priceRange[less than £20], customer rating[5 out of 5], "
+    "familyFriendly[yes], near[The Old Mill]"
+)
+
+
+@pytest.fixture(scope="module")
+def seg():
+    if not E2E_SEG.exists():
+        pytest.skip("shipped checkpoint missing")
+    torch.set_num_threads(1)
+    return checkpoint.load(E2E_SEG)
+
+
+def test_beam_plans_are_the_n_best_with_distinct_plans(seg):
+    views = plans.beam_plans("e2e", RECORDS, seg, beam=5)
+    nbest = decode.generate_seg_nbest(seg.model, seg.vocab, RECORDS, "rm", 5, 5, rules=seg.rules())
+    assert views[0].result.text == nbest[0].text == decode.generate_seg(
+        seg.model, seg.vocab, RECORDS, "rm", 5, rules=seg.rules()
+    ).text
+    got = [tuple(plans.plan_of(v.result, len(RECORDS))) for v in views]
+    assert len(got) == len(set(got)) >= 2  # several plans in the beam, each once
+    first_of_plan = {}
+    for r in nbest:  # each view is the best-ranked n-best output with its plan
+        first_of_plan.setdefault(tuple(plans.plan_of(r, len(RECORDS))), r.text)
+    assert [v.result.text for v in views] == [first_of_plan[p] for p in got]
+    assert all(v.report is not None and v.segment_verdicts for v in views)
+
+
+def test_plan_rows_name_where_each_plan_comes_from(seg):
+    overview = plans.plan_overview("e2e", RECORDS, seg, beam=5, n=2)
+    assert overview.beam[0] is overview.own and overview.plan == plans.plan_of(overview.own.result, len(RECORDS))
+    rows = plans.plan_rows(overview, RECORDS)
+    sources = {r["plan"]: r["source"] for r in rows}
+    own = " → ".join(map(str, overview.plan))
+    assert sources[own] == "the model's own (+RM)"
+    beam_rows = [s for s in sources.values() if s.startswith("beam n-best #")]
+    assert len(beam_rows) == len(overview.beam) - 1 >= 1
+    per_token = [r["per token"] for r in rows]
+    assert per_token == sorted(per_token, reverse=True)
