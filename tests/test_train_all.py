@@ -95,3 +95,23 @@ def test_history_records_the_recipe_commands(name: str) -> None:
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     _replay(str(tmp_path / "replay"))
     assert not (tmp_path / "replay").exists()
+
+
+def test_lexicon_steps_match_the_shipped_lexicons():
+    """The script's ``segviz.lexicon`` steps write what each shipped lexicon.json records: its
+    ``--min-rate`` and the default ``--value-rules`` chosen on the tune half."""
+    from segviz.lexicon import MIN_RATE
+
+    printed = subprocess.run(["bash", str(SCRIPT), "--dry-run", "OUT"], capture_output=True, text=True, check=True).stdout
+    steps = {}
+    for line in printed.splitlines():
+        argv = shlex.split(line)
+        if argv[1:3] == ["-m", "segviz.lexicon"]:
+            opts = dict(zip(argv[3::2], argv[4::2], strict=False))
+            steps[opts["--checkpoint"].removeprefix("OUT/")] = opts
+    assert sorted(steps) == SHIPPED
+    for name, opts in steps.items():
+        stored = json.loads((ROOT / "checkpoints" / name / "lexicon.json").read_text(encoding="utf-8"))
+        assert stored["min_rate"] == float(opts.get("--min-rate", MIN_RATE)), name
+        assert stored.get("value_rules") == opts.get("--value-rules"), name
+        assert stored["names"], name  # the training names are listed
