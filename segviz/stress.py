@@ -40,6 +40,7 @@ from segviz import datasets, faithfulness, invented
 from segviz.data import default_data_dir
 from segviz.data_webnlg import read_webnlg
 from segviz.decode import (
+    CONSTRAINTS,
     DEFAULT_VALUE_RULES,
     GenerationResult,
     generate_pg,
@@ -103,7 +104,7 @@ class Systems:
 
     @property
     def names(self) -> list[str]:
-        return ["none", "r", "rm"] + (["pg"] if self.pg else [])
+        return [*CONSTRAINTS] + (["pg"] if self.pg else [])
 
     def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
         if system == "pg":
