@@ -149,8 +149,8 @@ def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):
     from segviz.rerank import faults
 
     records = parse_e2e_mr(
-        "name[Browns Cambridge], eatType[coffee shop], food[Chinese], customer rating[1 out of 5], "
-        "area[riverside], familyFriendly[yes], near[Crowne Plaza Hotel]"
+        "name[Browns Cambridge], eatType[coffee shop], food[English], customer rating[low], "
+        "area[city centre], familyFriendly[yes], near[Crowne Plaza Hotel]"
     )
     plan = list(range(len(records), 0, -1))
     kw = dict(plan=plan)
@@ -188,3 +188,30 @@ def test_a_name_of_known_words_but_not_a_training_name_is_copied_whole(e2e_seg):
         out[bool(known)] = decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=r).text
     assert "Mill Street Diner" not in out[False] and out[False].startswith("Mill ")
     assert "Mill Street Diner" in out[True]
+
+
+def test_inner_words_of_an_unseen_name_come_only_after_its_first():
+    from segviz.decode.rules import _inner_ids
+
+    vocab = Vocab(["castle", "bridge", "swan", "'s", "nest", "lock"])
+    ids = {w: vocab.stoi[w] for w in vocab.itos}
+    phrases = [(ids["castle"], ids["bridge"]), (ids["swan"], ids["'s"], ids["nest"], ids["lock"]), (ids["bridge"], 99)]
+    oov = ["x"] * (100 - len(vocab))  # id 99 is an OOV word, "x"
+    # "bridge" begins a name too, so it stays free; "'s" is a function word; the rest only continue a name
+    assert _inner_ids(vocab, oov, phrases) == sorted([ids["nest"], ids["lock"], 99])
+
+
+def test_webnlg_unseen_subject_is_said_from_its_first_word():
+    """The WebNLG model said "Bridge is located in …" for the invented subject Castle_Bridge (its
+    first word dropped): with the names rule a name's later words come only after its first."""
+    from segviz.records import parse_webnlg_triples
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    ck = checkpoint.load(path)
+    records = parse_webnlg_triples(["Castle_Bridge | country | The_Copper_Kettle"])
+    with_rule = decode.generate_seg(ck.model, ck.vocab, records, "rm", 5, rules=ck.rules("auto")).text
+    without = decode.generate_seg(ck.model, ck.vocab, records, "rm", 5, rules=ck.rules("none")).text
+    assert with_rule.startswith("Castle Bridge ") and "The Copper Kettle" in with_rule
+    assert "Castle Bridge" not in without

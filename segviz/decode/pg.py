@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -16,6 +16,7 @@ from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
     _force,
+    _inner_ids,
     _just_said,
     _owed_after,
     _phrases,
@@ -44,6 +45,7 @@ class _PGInput:
     names: list[tuple]  # proper names copied whole once begun
     beam: int
     no_repeat_ngram: int
+    inner: list[int] = field(default_factory=list)  # ids said only after their name's first word
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -63,6 +65,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
             _force(logp[m], raw[m], h.owed)
         else:
             logp[m, _just_said(h.tokens, x.names)] = -math.inf
+            logp[m, x.inner] = -math.inf  # a name's later words only after its first
     return logp, alpha, state
 
 
@@ -91,7 +94,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban = _banned(n_ext)
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
-    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram)
+    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names))
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

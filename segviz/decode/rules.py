@@ -242,6 +242,15 @@ def _phrases(
     return out
 
 
+def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple]) -> list[int]:
+    """Content words that only continue one of ``phrases`` (unseen names): they may be said
+    only as the name's next word, after its first ("Castle Bridge", never "Bridge" alone)."""
+    firsts = {p[0] for p in phrases}
+    inner = {t for p in phrases for t in p[1:]} - firsts
+    word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
+    return sorted(t for t in inner if not is_function_word(word(t)))
+
+
 def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
     """Tokens still owed after emitting ``v``: the rest of the name being copied, or of a name
     that ``v`` begins."""

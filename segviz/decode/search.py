@@ -26,6 +26,7 @@ from segviz.decode.rules import (
     _absent_ids,
     _force,
     _function_mask,
+    _inner_ids,
     _just_said,
     _mentioned_now,
     _owed_after,
@@ -89,6 +90,7 @@ class _Input:
     ban: torch.Tensor  # (n_ext,) bool: never a word
     own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words
     phrases: dict  # k -> proper names that, once begun, are copied whole
+    inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
     must: dict  # k -> proper names record k's segment must say before it ends
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
@@ -190,7 +192,8 @@ class SegmentDecoder:
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
             beam=beam, sample=sample, no_repeat_ngram=no_repeat_ngram, ban=ban,
             own_mask=_own_mask(vocab, oov, records, rules, planned),
-            phrases=_phrases(vocab, oov, records, rules, seen_too=planned),  # under a plan: every name
+            phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
+            inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             func=_function_mask(vocab, oov) if content_rule else None,
             values=_value_ids(vocab, oov, records) if mentions else {},
@@ -273,11 +276,13 @@ class SegmentDecoder:
     @staticmethod
     def _mask_names(x: _Input, h: _SegHyp, row: torch.Tensor, raw: torch.Tensor) -> None:
         """``ValueRules.names``: a proper name being copied leaves only its next token (with its
-        unmasked score); a name just said whole may not repeat its words at once ("Café café")."""
+        unmasked score); a name just said whole may not repeat its words at once ("Café café"); a
+        name's later words come only after its first ("Castle Bridge", not "Bridge")."""
         if h.owed:
             _force(row, raw, h.owed)
         else:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
+            row[x.inner.get(h.k, [])] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
