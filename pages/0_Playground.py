@@ -178,10 +178,12 @@ for col, (system, view) in zip(cols, views.items(), strict=False):
         if res is None or not res.attention:
             st.info(f"{view.label}: no attention to show.")
             continue
+        chart = viz.attention_chart(res, vmax, view.label)
         st.altair_chart(
-            viz.attention_chart(res, vmax, view.label), on_select="rerun", key=f"playground_heat_{system}",
+            chart, on_select="rerun", key=f"playground_heat_{system}",
             selection_mode="cell", width="content",  # sized by the token counts (viz.attention_chart)
         )
+        ui.figure_downloads(chart, f"playground_heat_{system}", "attention", view.label)
         pick = picks[system]
         if pick and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, i = pick

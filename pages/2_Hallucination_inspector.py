@@ -165,11 +165,18 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
             st.info(f"Token {t} ({viz.esc(res.tokens[t])}) lies in a null segment: it realises no record, so the "
                     "segment model attended to no input token while writing it.")
         else:
-            st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
+            bar = viz.attention_bar(res, t)
+            st.altair_chart(bar, key=f"insp_bar_{system}", width="stretch")
+            ui.figure_downloads(bar, f"insp_bar_{system}", "attention", view.label, f"token-{t}")
         ui.show_token_explanation(dataset, case_param, view, t, seg_key, key=f"insp_explain_{system}")
         with st.expander("Full attention (click a cell to pick its token)"):
-            st.altair_chart(
-                viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),
-                on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}", selection_mode="cell",
-                width="content",
-            )
+            heat = viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label)
+            st.altair_chart(heat, on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}",
+                            selection_mode="cell", width="content")
+            ui.figure_downloads(heat, f"insp_heat_{system}", "attention", view.label)
+
+st.download_button(
+    "Export this case (JSON)", service.case_json(dataset, case.records, list(case.views.values())),
+    file_name=f"segviz-case-{case.index}.json", mime="application/json", key="insp_export", on_click="ignore",
+    help="Records, every system's text with its segments, attention and verdicts.",
+)

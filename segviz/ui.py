@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, service, viz
+from segviz import decode, export, service, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
 from segviz.records import Record, RecordError
 
@@ -310,10 +310,22 @@ def show_posterior(dataset: str, records_param: str, view: service.SystemView, r
         error(f"{view.label}: no posterior: {e}")
         return
     st.vega_lite_chart(spec=spec, key=key, width="content")
+    figure_downloads(spec, key, "posterior", view.label)
     st.caption(
         f"log p(text | records) = {post.log_prob:.2f} (all segmentations) · Viterbi: {len(post.viterbi)} segments · "
         f"{post.elapsed_ms:.0f} ms"
     )
+
+
+def figure_downloads(chart, key: str, *name: object) -> None:
+    """"Figure (SVG)" and "Figure (PNG)" buttons for ``chart`` (an Altair chart or a Vega-Lite
+    spec), named ``segviz-<name>.<fmt>``; the figure is rendered only when a button is clicked."""
+    with st.container(horizontal=True, key=f"{key}_figure"):
+        for fmt, mime in export.FORMATS.items():
+            st.download_button(
+                f"Figure ({fmt.upper()})", lambda f=fmt: export.figure(chart, f), file_name=export.file_name(*name, fmt=fmt),
+                mime=mime, key=f"{key}_{fmt}", on_click="ignore", help=f"This chart as {fmt.upper()}, for a paper or slides.",
+            )
 
 
 def status_table(rows: list[dict], key: str) -> None:
