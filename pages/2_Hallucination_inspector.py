@@ -1,7 +1,8 @@
 """Hallucination inspector: screen many outputs with the automatic checker, open a flagged case.
 
 Outputs come from running both models over dev inputs (cached per request) or from an uploaded
-E2E file of any system (``MR<TAB>output`` per line), aligned by the segment model.
+output file of any system (E2E: ``MR<TAB>output`` per line; WebNLG: one output per dev entry, or
+``triples<TAB>output``; see segviz.uploads), aligned by the segment model.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ ss = st.session_state
 st.title("Hallucination inspector")
 st.caption("Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.")
 
-SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file (E2E)"}
+SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file"}
+UPLOAD_FORMATS = {  # what a line of an uploaded file holds (segviz.uploads)
+    "e2e": "MR<TAB>output per line (UTF-8)",
+    "webnlg": "One output per line, in the order of the dev set's entries (the file `python -m segviz.generate` "
+              "writes), or `subject | predicate | object ; …<TAB>output` per line (UTF-8)",
+}
 source = st.radio("Outputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="insp_source")
 seg_key, pg_key = ui.checkpoint_key(dataset, "seg"), ui.checkpoint_key(dataset, "pg")
 
@@ -50,7 +56,7 @@ if source == "run":
         if req[1:] != (int(n), constraints, int(beam), how, int(seed)):
             st.warning("The settings have changed since these cases were run: press **Run both models** to update them.")
 else:
-    upload = st.file_uploader("MR<TAB>output per line (UTF-8)", type=["tsv", "txt"], key="insp_upload")
+    upload = st.file_uploader(UPLOAD_FORMATS[dataset], type=["tsv", "txt"], key="insp_upload")
     if upload is not None:
         try:
             cases, total = ui.cases_from_file(dataset, upload.getvalue(), seg_key, ui.MAX_UPLOAD_CASES)

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, export, service, viz
+from segviz import decode, export, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
 from segviz.records import Record, RecordError
 
@@ -390,15 +390,25 @@ MAX_UPLOAD_CASES = 1000  # an uploaded file's first lines that are aligned and c
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CASES) -> tuple[list[service.Case], int]:
-    """An uploaded ``MR<TAB>output`` file as cases, at most ``cap`` of them, with a progress bar,
+    """An uploaded output file (:mod:`segviz.uploads`) as cases, at most ``cap`` of them, with a progress bar,
     and how many the file holds (raises OutputFileError, not cached)."""
-    located = service.parse_output_lines(dataset, data)
+    located = uploads.parse_lines(dataset, data, _webnlg_dev(str(default_data_dir())) if dataset == "webnlg" else None)
     pairs = [(records, text) for _, records, text in located[:cap]]
     bar = st.progress(0.0, text="Aligning and checking…")
     cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"),
                                        lines=[n for n, _, _ in located[:cap]], progress=progress_callback(bar, "Aligning and checking"))
     bar.empty()
     return cases, len(located)
+
+
+@st.cache_data(show_spinner="Reading the WebNLG dev set…", max_entries=2)
+def _webnlg_dev(data_dir: str) -> list[list[Record]] | None:
+    """The WebNLG dev entries an uploaded output file is paired with, or None without the data."""
+    try:
+        return uploads.dev_entries(data_dir)
+    except (OSError, RecordError, ValueError) as e:
+        log.info("no WebNLG dev set for uploads: %s", e)
+        return None
 
 
 def _bundled(dataset: str) -> dict[str, list[Record]]:
