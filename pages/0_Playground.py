@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import decode, service, ui, viz
+from segviz import names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
@@ -114,7 +114,7 @@ if stale:
         "The records or settings have changed since this output was generated: it is greyed out. "
         "Press **Generate** to update it."
     )
-st.caption(f"Constraints: {decode.CONSTRAINT_LABELS[cmp.constraints]} · beam {cmp.beam} · {len(cmp.records)} records")
+st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam} · {len(cmp.records)} records")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
 picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}

@@ -35,7 +35,7 @@ from segviz.annotate import (
     validate_annotator,
 )
 from segviz.annotate import workflow as sv
-from segviz.decode import CONSTRAINT_LABELS
+from segviz.names import LEVEL_NAMES
 
 FLUENCY_HELP = "1 = not understandable, 3 = understandable with errors, 5 = perfectly fluent (grammar only)"
 FLAG_HELP = {"wrong": "the text states this record with a wrong value",
@@ -51,7 +51,7 @@ def get_store(url: str) -> Store:
 
 def system_label(name: str) -> str:
     spec = sv.SystemSpec.parse(name)
-    return name if spec.constraints is None else f"{spec.checkpoint} · {CONSTRAINT_LABELS[spec.constraints]}"
+    return name if spec.constraints is None else f"{spec.checkpoint} · {LEVEL_NAMES[spec.constraints]}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from segviz import decode, faithfulness, posterior
+from segviz import decode, faithfulness, names, posterior
 from segviz.checkpoint import Checkpoint, CheckpointError
 from segviz.records import Record, RecordError, detokenize, parse_e2e_mr, tokenize
 
@@ -78,7 +78,7 @@ __all__ = [
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
 MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
 MAX_VALUE_CHARS = 200  # longest value in training: E2E 25, WebNLG 166 characters
-SYSTEM_LABELS = {"seg": "Segment model (ours)", "pg": "Pointer-generator (PG)"}
+SYSTEM_LABELS = names.MODEL_LABELS  # the models; systems are named by names.system_name
 E2E_ATTRIBUTES = (
     "name",
     "eatType",
@@ -286,7 +286,7 @@ class SystemView:
 
     @property
     def label(self) -> str:
-        return SYSTEM_LABELS.get(self.system, self.system)
+        return names.system_label(self.system, self.result.constraints if self.result else None)
 
 
 @dataclass
@@ -878,7 +878,7 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 # what the automatic checker does not measure (segviz.faithfulness: WebNLG predicates are open-ended)
 NOT_MEASURED = {"webnlg": {"wrong", "hallucinated"}}
-LEVEL_NAMES = {"pg": "PG", "none": "ours", "r": "ours (+R)", "rm": "ours (+RM)"}
+LEVEL_NAMES = names.LEVEL_NAMES
 
 
 def results_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:

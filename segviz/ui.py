@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, export, service, uploads, viz
+from segviz import decode, export, names, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
 from segviz.records import Record, RecordError
 
@@ -91,7 +91,7 @@ def sidebar() -> dict:
             key = checkpoint_key(dataset, kind)
             found[kind] = key[0] if key else None
             mark = "found" if key else "**missing**"
-            st.markdown(f"{service.SYSTEM_LABELS[kind]}: {mark}  \n`{service.checkpoint_path(dataset, kind)}`")
+            st.markdown(f"{names.MODEL_LABELS[kind]}: {mark}  \n`{service.checkpoint_path(dataset, kind)}`")
     return {"dataset": dataset, "checkpoints": found}
 
 
@@ -359,7 +359,7 @@ def constraint_picker(key: str, default: str = "rm") -> str:
     options = list(decode.CONSTRAINTS)
     return st.radio(
         "Constraints", options, index=options.index(default) if default in options else 2,
-        format_func=decode.CONSTRAINT_LABELS.get, horizontal=True, key=key,
+        format_func=names.LEVEL_NAMES.get, horizontal=True, key=key,
         help="ours: segments are non-empty · +R: each record at most once · +RM: and every record before the end",
     )
 
