@@ -14,17 +14,13 @@ from segviz import names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
-st.set_page_config(page_title="segviz · Playground", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Playground",
+    "Each segment of the segment model's text is coloured by the record it realises (grey: no record). "
+    "The PG baseline's text is coloured by forced alignment with the segment model.",
+)
 ss = st.session_state
 qp = st.query_params
-
-st.title("Playground")
-st.caption(
-    "Each segment of the segment model's text is coloured by the record it realises (grey: no record). "
-    "The PG baseline's text is coloured by forced alignment with the segment model."
-)
 
 
 def _set_rows(rows: list[dict]) -> None:

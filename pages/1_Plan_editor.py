@@ -21,17 +21,13 @@ try:  # drag and drop list (optional dependency); the buttons below always work
 except ImportError:  # pragma: no cover - depends on the environment
     sort_items = None
 
-st.set_page_config(page_title="segviz · Plan editor", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Plan editor",
+    "The segment model chooses the order of the records itself; here you choose it. "
+    "Null segments (grey) may still appear between the records.",
+)
 ss = st.session_state
 qp = st.query_params
-
-st.title("Plan editor")
-st.caption(
-    "The segment model chooses the order of the records itself; here you choose it. "
-    "Null segments (grey) may still appear between the records."
-)
 
 # ----- the records ----------------------------------------------------------------------------
 request = ss.get("playground_request")

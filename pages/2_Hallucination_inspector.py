@@ -13,13 +13,11 @@ import streamlit as st
 from segviz import service, ui, viz
 from segviz.service import OutputFileError
 
-st.set_page_config(page_title="segviz · Hallucination inspector", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Hallucination inspector",
+    "Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.",
+)
 ss = st.session_state
-
-st.title("Hallucination inspector")
-st.caption("Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.")
 
 SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file"}
 UPLOAD_FORMATS = {  # what a line of an uploaded file holds (segviz.uploads)

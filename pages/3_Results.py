@@ -7,11 +7,7 @@ import streamlit as st
 
 from segviz import service, ui, viz
 
-st.set_page_config(page_title="segviz · Results", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
-
-st.title("Results")
+dataset = ui.page("Results")
 root = service.checkpoint_root()
 summaries = service.summarise_checkpoints(root)
 if not summaries:

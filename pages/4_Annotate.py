@@ -375,16 +375,14 @@ def results_section(store: Store, campaign: dict) -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="segviz · Annotate", page_icon="🧩", layout="wide")
-    settings = ui.sidebar()
-    st.title("Annotate")
+    dataset = ui.page("Annotate")
     store = get_store(default_url())
     annotator = annotator_id()
     campaign = pick_campaign(store)
     error = st.session_state.pop("ann_error", None)
     if error:
         ui.error(f"Not saved: {error}")
-    create_section(store, settings["dataset"], expanded=campaign is None)
+    create_section(store, dataset, expanded=campaign is None)
     if campaign is None:
         st.info("No campaign yet: create one above or import an export.")
         return

@@ -73,6 +73,17 @@ def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]
             view.error = errors[kind]
 
 
+def page(title: str, caption: str | None = None) -> str:
+    """Every page's head: browser tab title, the shared :func:`sidebar`, the title and an
+    optional caption; returns the dataset picked in the sidebar."""
+    st.set_page_config(page_title=f"segviz · {title}", page_icon="🧩", layout="wide")
+    dataset = sidebar()["dataset"]
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    return dataset
+
+
 def sidebar() -> dict:
     """Shared sidebar: dataset switch (kept in the URL as ``?dataset=``) and which checkpoints
     were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
