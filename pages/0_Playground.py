@@ -115,6 +115,7 @@ st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {c
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
 picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}
 views = {"seg": cmp.seg, "pg": cmp.pg}
+status = service.status_rows(cmp)
 cols = st.columns(2)
 for col, (system, view) in zip(cols, views.items(), strict=True):
     with col:
@@ -124,11 +125,17 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         if pick and res is not None and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, rec = pick[0], res.record_of_source_token[pick[1]]
         span = ui.segment_table_pick(view, f"playground_segments_{system}")
+        where = ui.status_location(view, status, "playground_status")  # a selected row of the status table
+        if where is not None:
+            rec, span = where.record if rec is None else rec, span or where.span
         ui.show_output(view, cmp.records, t, rec, highlight_span=span, stale=stale)
+        if where is not None:
+            st.caption(f"Selected row: {viz.esc(where.note)}.")
 
 st.subheader("Per-record status")
-st.caption("The automatic checker's verdict for every input record (and facts not in the input).")
-ui.status_table(service.status_rows(cmp), key="playground_status")
+st.caption("The automatic checker's verdict for every input record (and facts not in the input). "
+           "Select a row to mark its record in both texts: its segments underlined, a hallucinated value's segment framed.")
+ui.status_table(status, key="playground_status", selectable=True)
 st.subheader("Per-segment verdicts")
 st.caption(
     "Does each segment say its own record and nothing else? Select a row to frame its segment in the text above; "

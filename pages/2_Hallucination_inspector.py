@@ -142,7 +142,7 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
         ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
                        highlight_record=where.record if where else None, highlight_span=span)
         if where is not None:
-            st.caption(f"Selected flag: {where.note}.")
+            st.caption(f"Selected flag: {viz.esc(where.note)}.")
         if view.report is not None:
             ui.status_table(
                 [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]

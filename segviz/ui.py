@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, export, names, service, uploads, viz
+from segviz import decode, export, locate, names, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
 from segviz.records import Record, RecordError
 
@@ -240,17 +240,19 @@ def segment_table(view: service.SystemView, key: str, records: list[Record] = ()
 def segment_table_pick(view: service.SystemView, key: str) -> tuple[int, int] | None:
     """``(start, end)`` of the segment selected in :func:`segment_table` ``key`` (read from the
     session state, so the text drawn above the table can frame it), or None."""
-    rows = service.segment_rows(view)
-    picked = None
+    row = _picked_row(service.segment_rows(view), key)
+    return None if row is None else (row["start"], row["end"])
+
+
+def _picked_row(rows: list[dict], key: str) -> dict | None:
+    """The row of the selectable table ``key`` that is selected (tests set
+    ``session_state[key + "_pick"]`` to a row number instead), or None."""
     try:
         picked = (st.session_state[key].selection.rows or [None])[0]
     except (KeyError, AttributeError, TypeError):  # not drawn yet in this session
-        pass
-    if picked is None:
-        picked = st.session_state.get(f"{key}_pick")
-    if picked is None or not 0 <= picked < len(rows):
-        return None
-    return rows[picked]["start"], rows[picked]["end"]
+        picked = None
+    picked = st.session_state.get(f"{key}_pick") if picked is None else picked
+    return rows[picked] if picked is not None and 0 <= picked < len(rows) else None
 
 
 VIEWS = {"attention": "Attention", "posterior": "Posterior over segmentations"}
@@ -339,8 +341,9 @@ def figure_downloads(chart, key: str, *name: object) -> None:
             )
 
 
-def status_table(rows: list[dict], key: str) -> None:
-    """Per-record verdicts with icons and words (not colour alone)."""
+def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
+    """Per-record verdicts with icons and words (not colour alone); ``selectable``: a row can be
+    selected (read it with ``_picked_row(rows, key)``, :func:`status_location`)."""
     if not rows:
         st.info("No verdicts (no system produced an output).")
         return
@@ -349,7 +352,14 @@ def status_table(rows: list[dict], key: str) -> None:
         df["#"] = df["#"].map(lambda v: "" if v is None or v != v else str(int(v)))
     for col in df.columns[2:]:
         df[col] = df[col].map(lambda s: STATUS_ICONS.get(s, s))
-    st.dataframe(df, hide_index=True, key=key, width="stretch")
+    select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
+    st.dataframe(df, hide_index=True, key=key, width="stretch", **select)
+
+
+def status_location(view: service.SystemView, rows: list[dict], key: str):
+    """Where the row selected in status table ``key`` is in ``view``'s text (:mod:`segviz.locate`), or None."""
+    row = _picked_row(rows, key)
+    return None if row is None else locate.status_location(view, row)
 
 
 def selected_cell(event) -> tuple[int, int] | None:

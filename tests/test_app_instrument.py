@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from segviz import service
+from segviz import service, viz
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
 from segviz.records import tokenize
@@ -181,7 +181,7 @@ def test_inspector_flag_row_locates_its_span(env):
     at.session_state["insp_flag"] = halluc  # what selecting its row of the flag table stores
     at.run()
     assert not at.exception
-    assert any(c.value == f"Selected flag: {where.note}." for c in at.caption)
+    assert any(c.value == f"Selected flag: {viz.esc(where.note)}." for c in at.caption)
     text = _texts(at)[0]
     if where.span is not None:  # the segment stating the absent value is framed
         assert text.count("data-picked") == 1 and where.note.startswith("hallucinated")
@@ -189,7 +189,7 @@ def test_inspector_flag_row_locates_its_span(env):
     at.session_state["insp_flag"] = missing
     at.run()
     loc = service.flag_location(view, "missing", missing["k"], missing["record"])
-    assert any(c.value == f"Selected flag: {loc.note}." for c in at.caption)
+    assert any(c.value == f"Selected flag: {viz.esc(loc.note)}." for c in at.caption)
     assert f"missing record {missing['k']} ({missing['record']})" in loc.note
 
 
@@ -285,3 +285,21 @@ def test_inspector_upload_cap(env, monkeypatch):
     at.file_uploader(key="insp_upload").set_value(("big.tsv", data, "text/plain")).run()
     assert not at.exception
     assert any("big.tsv holds 5 outputs; the first 2 are shown" in w.value for w in at.warning)
+
+
+def test_status_row_marks_its_record_in_both_texts(env):
+    at = _generated()
+    exp = _expected(env)
+    rows = service.status_rows(exp)
+    at.session_state["playground_status_pick"] = 1  # what selecting the row of record 2 stores
+    at.run()
+    assert not at.exception
+    texts = _texts(at)
+    counts = [len(re.findall(r'class="seg"[^>]*border-bottom:3px', text)) for text in texts]
+    assert counts == [sum(1 for v in view.segment_verdicts if v.record == 2) for view in (exp.seg, exp.pg)]
+    assert counts[0] >= 1  # the segment model's own text has a segment of every record (+RM)
+    notes = [c.value for c in at.caption if c.value.startswith("Selected row: ")]
+    assert len(notes) == 2 and all(f"record 2 ({viz.esc(rows[1]['record'])})" in n for n in notes)
+    at.session_state["playground_status_pick"] = None
+    at.run()
+    assert not any(c.value.startswith("Selected row: ") for c in at.caption)
