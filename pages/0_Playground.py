@@ -173,20 +173,19 @@ if view_mode == "posterior":
                 ui.show_posterior(dataset, request[1], own_view, cmp.records, seg_key, key="playground_post_own")
 else:
     st.caption("Output tokens × source tokens, one colour scale for both systems. Click a cell to highlight that token and record.")
-vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
 cols = st.columns(2) if view_mode == "attention" else []
 for col, (system, view) in zip(cols, views.items(), strict=False):
     with col:
         res = view.result
-        if res is None or not res.attention:
+        spec = ui.attention_spec(tuple(request), seg_key, ui.checkpoint_key(dataset, "pg"), system)
+        if spec is None:
             st.info(f"{view.label}: no attention to show.")
             continue
-        chart = viz.attention_chart(res, vmax, view.label)
-        st.altair_chart(
-            chart, on_select="rerun", key=f"playground_heat_{system}",
+        st.vega_lite_chart(
+            spec=spec, on_select="rerun", key=f"playground_heat_{system}",
             selection_mode="cell", width="content",  # sized by the token counts (viz.attention_chart)
         )
-        ui.figure_downloads(chart, f"playground_heat_{system}", "attention", view.label)
+        ui.figure_downloads(spec, f"playground_heat_{system}", "attention", view.label)
         pick = picks[system]
         if pick and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, i = pick

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import service, ui, viz
+from segviz.examples import examples_for
 from segviz.service import OutputFileError
 
 dataset = ui.page(
@@ -33,7 +34,7 @@ if source == "run":
     dev, dev_msg = ui.dev_inputs(dataset)
     if dev_msg:
         ui.warning(dev_msg)
-    n_inputs = len(dev) or len(ui._bundled(dataset))
+    n_inputs = len(dev) or len(examples_for(dataset))
     c1, c2, c3 = st.columns(3)
     n = c1.number_input("Number of inputs", 1, n_inputs, min(10, n_inputs), key="insp_n")
     with c2:

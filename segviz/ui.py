@@ -18,6 +18,7 @@ import streamlit as st
 from segviz import checkpoint as ckpt
 from segviz import decode, export, locate, names, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
+from segviz.examples import examples_for
 from segviz.records import Record, RecordError
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,18 @@ def _posterior_spec(dataset: str, records_param: str, tokens: tuple[str, ...], c
     records = service.records_from_param(dataset, records_param)
     post = text_posterior(dataset, records_param, tokens, seg_key)
     return viz.posterior_chart(post, title, records, cased).to_dict(validate=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def attention_spec(request: tuple, seg_key, pg_key, system: str) -> dict | None:
+    """The Playground's attention heatmap of ``system`` ("seg" / "pg") for ``request`` (dataset, records, constraints,
+    beam) as a Vega-Lite spec, both systems on one colour scale; built once per output (unvalidated: fixed code)."""
+    cmp = compare(*request, seg_key, pg_key)
+    view = cmp.seg if system == "seg" else cmp.pg
+    if view.result is None or not view.result.attention:
+        return None
+    vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
+    return viz.attention_chart(view.result, vmax, view.label).to_dict(validate=False)
 
 
 @st.cache_data(show_spinner="Aligning the text…", max_entries=64)
@@ -396,7 +409,7 @@ def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_k
 @st.cache_data(show_spinner=False, max_entries=16)
 def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
                  seed: int = 0) -> list[service.Case]:
-    inputs = dev_inputs(dataset)[0] or list(_bundled(dataset).items())
+    inputs = dev_inputs(dataset)[0] or list(examples_for(dataset).items())
     bar = st.progress(0.0, text="Decoding…")  # created inside: the cache can replay it
     cases = service.run_systems(
         dataset, service.sample_inputs(inputs, n, how, seed), _from_key(seg_key, dataset, "seg"),
@@ -432,16 +445,6 @@ def _webnlg_dev(data_dir: str) -> list[list[Record]] | None:
         return None
 
 
-def _bundled(dataset: str) -> dict[str, list[Record]]:
-    from segviz.examples import examples_for
-
-    return examples_for(dataset)
-
-
 def progress_callback(bar, what: str):
     """A ``progress(done, total)`` callback that drives an ``st.progress`` bar."""
-
-    def update(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"{what}: {done}/{total}")
-
-    return update
+    return lambda done, total: bar.progress(done / max(total, 1), text=f"{what}: {done}/{total}")
