@@ -129,6 +129,7 @@ def run(n: int, checkpoints: Path, data_dir: Path | None) -> dict:
     from playwright.sync_api import sync_playwright
 
     inputs = dev_inputs(n, data_dir)
+    load = [round(os.getloadavg()[0], 1)]  # the 1-minute load average before and after: how quiet the machine was
     log = Path(tempfile.mkdtemp(prefix="segviz-latency-")) / "streamlit.log"
     proc, url = serve(checkpoints, data_dir, log)
     try:
@@ -142,11 +143,14 @@ def run(n: int, checkpoints: Path, data_dir: Path | None) -> dict:
     finally:
         proc.terminate()
         proc.wait(10)
-    return {"inputs": len(rows), "beam": 5, "constraints": "rm", "cpus": os.cpu_count(), "rows": rows, "summary": summarise(rows)}
+    load.append(round(os.getloadavg()[0], 1))
+    return {"inputs": len(rows), "beam": 5, "constraints": "rm", "cpus": os.cpu_count(), "load_average": load, "rows": rows,
+            "summary": summarise(rows)}
 
 
 def format_report(res: dict) -> str:
-    lines = [f"App latency in Chromium, {res['inputs']} E2E dev inputs, both models, beam 5 (+RM), click to idle:",
+    lines = [f"App latency in Chromium, {res['inputs']} E2E dev inputs, both models, beam 5 (+RM), click to idle "
+             f"({res['cpus']} CPUs, load average {res['load_average'][0]} before, {res['load_average'][1]} after):",
              "  what              median     max   target"]
     for what, s in res["summary"].items():
         ok = "ok" if s["met"] else "MISSED"
