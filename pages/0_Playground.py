@@ -155,7 +155,7 @@ view_mode = ui.view_picker("playground_view", qp.get("view", "attention"))
 if qp.get("view", "attention") != view_mode:
     qp["view"] = view_mode
 if view_mode == "posterior":
-    st.caption(ui.POSTERIOR_CAPTION)
+    st.caption(names.POSTERIOR_CAPTION)
     cols = st.columns(2)
     for col, (system, view) in zip(cols, views.items(), strict=True):
         with col:
@@ -205,3 +205,5 @@ st.download_button(
     file_name="segviz-case.json", mime="application/json", key="playground_export",
     help="Records, settings, both texts with their segments, attention and verdicts.",
 )
+if view_mode == "attention":  # the posterior of both texts is computed ahead, so the toggle finds it ready
+    ui.prefetch_posteriors(dataset, request[1], [cmp.seg, cmp.pg], seg_key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import service, ui, viz
+from segviz import names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.service import OutputFileError
 
@@ -125,7 +125,7 @@ if not case.views:  # e.g. the checkpoints became unusable after the run was req
     st.stop()
 view_mode = ui.view_picker("insp_view")
 if view_mode == "posterior":
-    st.caption(ui.POSTERIOR_CAPTION)
+    st.caption(names.POSTERIOR_CAPTION)
 case_param = service.records_to_param(case.records)
 flag = ss.get("insp_flag")
 if flag is not None and flag["case"] != case.index:

@@ -1,4 +1,5 @@
-"""The names of the models and systems: one place for every page, table, message and export.
+"""The names of the models and systems (one place for every page, table, message and export), and
+the app's other fixed words: dataset and status labels, the two views and what the posterior means.
 
 A *model* is a checkpoint kind (the segment model of paper §4, the pointer-generator baseline);
 a *system* is a model decoded one way, named as the rows of paper Tables 2-3: "PG", "ours",
@@ -32,3 +33,16 @@ def system_label(kind: str, constraints: str | None = None) -> str:
     if kind == "seg" and constraints is None:
         return MODEL_LABELS["seg"]
     return f"{MODEL_LABELS[kind].split(' (')[0]} · {system_name(kind, constraints)}"
+
+
+DATASET_LABELS = {"e2e": "E2E (restaurants)", "webnlg": "WebNLG (DBpedia triples)"}
+STATUS_ICONS = {"realised": "✓ realised", "missing": "– missing", "repeated": "↻ repeated", "wrong": "✗ wrong",
+                "hallucinated": "+ hallucinated"}  # fmt: skip  (no emoji: not every browser has the font)
+VIEWS = {"attention": "Attention", "posterior": "Posterior over segmentations"}
+POSTERIOR_CAPTION = (
+    "Posterior: for every token, the probability that it lies in a segment of each record (or of no record), "
+    "given the whole text and the records, summed exactly over all segmentations (forward-backward; each row "
+    "sums to 1). Red frames: the most probable segmentation (Viterbi). Bars: the probability that a new segment "
+    "starts at the token. Attention shows where a decoder looked while writing a word; the posterior shows which "
+    "record the segment model says the text realises, for any text (PG's included, which has no segments of its own)."
+)

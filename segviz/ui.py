@@ -10,10 +10,12 @@ recomputes nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from segviz import checkpoint as ckpt
 from segviz import decode, export, locate, names, service, uploads, viz
@@ -23,9 +25,6 @@ from segviz.records import Record, RecordError
 
 log = logging.getLogger(__name__)
 
-DATASET_LABELS = {"e2e": "E2E (restaurants)", "webnlg": "WebNLG (DBpedia triples)"}
-STATUS_ICONS = {"realised": "✓ realised", "missing": "– missing", "repeated": "↻ repeated", "wrong": "✗ wrong",
-                "hallucinated": "+ hallucinated"}  # fmt: skip  (no emoji: not every browser has the font)
 MAX_DEV_INPUTS = 300  # dev inputs offered by the example pickers
 
 
@@ -68,8 +67,7 @@ def _load(key: tuple[str, float] | None, dataset: str, kind: str) -> tuple[ckpt.
 
 
 def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]) -> None:
-    """A view without output because its checkpoint is unusable says why (not "not trained yet")."""
-    for kind, view in views.items():
+    for kind, view in views.items():  # a view without output because its checkpoint is unusable says why
         if view.result is None and errors.get(kind):
             view.error = errors[kind]
 
@@ -90,10 +88,10 @@ def sidebar() -> dict:
     were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
     qp = st.query_params
     default = qp.get("dataset", "e2e")
-    options = list(DATASET_LABELS)
+    options = list(names.DATASET_LABELS)
     index = options.index(default) if default in options else 0
     dataset = st.sidebar.radio(
-        "Dataset", options, index=index, format_func=DATASET_LABELS.get, key="sidebar_dataset"
+        "Dataset", options, index=index, format_func=names.DATASET_LABELS.get, key="sidebar_dataset"
     )
     if qp.get("dataset") != dataset:
         qp["dataset"] = dataset
@@ -139,7 +137,7 @@ def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int,
     return service.sample_plans(dataset, records, _from_key(seg_key, dataset, "seg"), n, seed, beam)
 
 
-@st.cache_data(show_spinner="Computing the posterior…", max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256)  # no spinner: also computed ahead, in prefetch_posteriors
 def text_posterior(dataset: str, records_param: str, tokens: tuple[str, ...], seg_key):
     """:func:`segviz.service.text_posterior` of ``tokens``, cached by text, records and checkpoint."""
     records = service.records_from_param(dataset, records_param)
@@ -164,6 +162,18 @@ def attention_spec(request: tuple, seg_key, pg_key, system: str) -> dict | None:
         return None
     vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
     return viz.attention_chart(view.result, vmax, view.label).to_dict(validate=False)
+
+
+def prefetch_posteriors(dataset: str, records_param: str, views: list[service.SystemView], seg_key) -> None:
+    """Compute (and cache) the posterior views of ``views`` in a background thread once the page is drawn, so that
+    switching to the posterior finds them ready; the page calls it last (it waits for nothing)."""
+    jobs = [(tuple(v.result.tokens), tuple(v.cased or ()) or None, v.label) for v in views if v.result and v.result.tokens]
+    if seg_key is None or not jobs:
+        return
+    thread = threading.Thread(target=lambda: [_posterior_spec(dataset, records_param, *job, seg_key) for job in jobs],
+                              name="segviz-prefetch-posterior", daemon=True)
+    add_script_run_ctx(thread, get_script_run_ctx())  # the cache's own bookkeeping needs the session
+    thread.start()
 
 
 @st.cache_data(show_spinner="Aligning the text…", max_entries=64)
@@ -268,16 +278,6 @@ def _picked_row(rows: list[dict], key: str) -> dict | None:
     return rows[picked] if picked is not None and 0 <= picked < len(rows) else None
 
 
-VIEWS = {"attention": "Attention", "posterior": "Posterior over segmentations"}
-POSTERIOR_CAPTION = (
-    "Posterior: for every token, the probability that it lies in a segment of each record (or of no record), "
-    "given the whole text and the records, summed exactly over all segmentations (forward-backward; each row "
-    "sums to 1). Red frames: the most probable segmentation (Viterbi). Bars: the probability that a new segment "
-    "starts at the token. Attention shows where a decoder looked while writing a word; the posterior shows which "
-    "record the segment model says the text realises, for any text (PG's included, which has no segments of its own)."
-)
-
-
 @st.cache_data(show_spinner=False, max_entries=256)
 def explain_token(dataset: str, records_param: str, tokens: tuple[str, ...], t: int, record: int | None, seg_key):
     """:func:`segviz.service.explain_token`, cached."""
@@ -314,9 +314,9 @@ def show_token_explanation(dataset: str, records_param: str, view: service.Syste
 
 def view_picker(key: str, default: str = "attention") -> str:
     """Toggle between the attention heatmaps and the posterior over segmentations."""
-    options = list(VIEWS)
+    options = list(names.VIEWS)
     return st.radio("Show", options, index=options.index(default) if default in options else 0,
-                    format_func=VIEWS.get, horizontal=True, key=key)
+                    format_func=names.VIEWS.get, horizontal=True, key=key)
 
 
 def show_posterior(dataset: str, records_param: str, view: service.SystemView, records: list[Record], seg_key,
@@ -364,7 +364,7 @@ def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
     if "#" in df.columns:  # facts not in the input have no number: blank, not "None"
         df["#"] = df["#"].map(lambda v: "" if v is None or v != v else str(int(v)))
     for col in df.columns[2:]:
-        df[col] = df[col].map(lambda s: STATUS_ICONS.get(s, s))
+        df[col] = df[col].map(lambda s: names.STATUS_ICONS.get(s, s))
     select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
     st.dataframe(df, hide_index=True, key=key, width="stretch", **select)
 
