@@ -73,8 +73,7 @@ def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]
 
 
 def page(title: str, caption: str | None = None) -> str:
-    """Every page's head: browser tab title, the shared :func:`sidebar`, the title and an
-    optional caption; returns the dataset picked in the sidebar."""
+    """Every page's head (tab title, shared :func:`sidebar`, title, caption); returns the dataset picked."""
     st.set_page_config(page_title=f"segviz · {title}", page_icon="🧩", layout="wide")
     dataset = sidebar()["dataset"]
     st.title(title)
@@ -168,10 +167,16 @@ def prefetch_posteriors(dataset: str, records_param: str, views: list[service.Sy
     """Compute (and cache) the posterior views of ``views`` in a background thread once the page is drawn, so that
     switching to the posterior finds them ready; the page calls it last (it waits for nothing)."""
     jobs = [(tuple(v.result.tokens), tuple(v.cased or ()) or None, v.label) for v in views if v.result and v.result.tokens]
-    if seg_key is None or not jobs:
+    if not jobs or _load(seg_key, dataset, "seg")[0] is None:  # no usable segment model: the view says why
         return
-    thread = threading.Thread(target=lambda: [_posterior_spec(dataset, records_param, *job, seg_key) for job in jobs],
-                              name="segviz-prefetch-posterior", daemon=True)
+
+    def work() -> None:  # best effort: the view computes (and reports) it again if asked
+        try:
+            [_posterior_spec(dataset, records_param, *job, seg_key) for job in jobs]
+        except Exception as e:  # noqa: BLE001
+            log.info("posterior prefetch failed: %s", e)
+
+    thread = threading.Thread(target=work, name="segviz-prefetch-posterior", daemon=True)
     add_script_run_ctx(thread, get_script_run_ctx())  # the cache's own bookkeeping needs the session
     thread.start()
 
@@ -268,8 +273,7 @@ def segment_table_pick(view: service.SystemView, key: str) -> tuple[int, int] | 
 
 
 def _picked_row(rows: list[dict], key: str) -> dict | None:
-    """The row of the selectable table ``key`` that is selected (tests set
-    ``session_state[key + "_pick"]`` to a row number instead), or None."""
+    """The selected row of table ``key`` (tests set ``session_state[key + "_pick"]`` to a row number), or None."""
     try:
         picked = (st.session_state[key].selection.rows or [None])[0]
     except (KeyError, AttributeError, TypeError):  # not drawn yet in this session
@@ -344,8 +348,7 @@ def show_posterior(dataset: str, records_param: str, view: service.SystemView, r
 
 
 def figure_downloads(chart, key: str, *name: object) -> None:
-    """"Figure (SVG)" and "Figure (PNG)" buttons for ``chart`` (an Altair chart or a Vega-Lite
-    spec), named ``segviz-<name>.<fmt>``; the figure is rendered only when a button is clicked."""
+    """"Figure (SVG)" / "Figure (PNG)" buttons for ``chart`` (Altair or a spec), rendered only when clicked."""
     with st.container(horizontal=True, key=f"{key}_figure"):
         for fmt, mime in export.FORMATS.items():
             st.download_button(
@@ -355,8 +358,7 @@ def figure_downloads(chart, key: str, *name: object) -> None:
 
 
 def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
-    """Per-record verdicts with icons and words (not colour alone); ``selectable``: a row can be
-    selected (read it with ``_picked_row(rows, key)``, :func:`status_location`)."""
+    """Per-record verdicts with icons and words (not colour alone); ``selectable``: see :func:`status_location`."""
     if not rows:
         st.info("No verdicts (no system produced an output).")
         return
@@ -400,9 +402,8 @@ def constraint_picker(key: str, default: str = "rm") -> str:
 
 def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
                 seed: int = 0) -> list[service.Case]:
-    """Both systems over ``n`` dev inputs (bundled examples when there is no dev set) chosen by
-    :func:`segviz.service.sample_inputs` (``how``, ``seed``), with a progress bar while decoding;
-    cached by request, data folder and checkpoint versions."""
+    """Both systems over ``n`` dev inputs (bundled examples without a dev set) picked by :func:`service.sample_inputs`
+    (``how``, ``seed``), with a progress bar; cached by request, data folder and checkpoint versions."""
     return _run_systems(dataset, str(default_data_dir()), n, constraints, beam, seg_key, pg_key, how, seed)
 
 
@@ -424,21 +425,20 @@ MAX_UPLOAD_CASES = 1000  # an uploaded file's first lines that are aligned and c
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CASES) -> tuple[list[service.Case], int]:
-    """An uploaded output file (:mod:`segviz.uploads`) as cases, at most ``cap`` of them, with a progress bar,
-    and how many the file holds (raises OutputFileError, not cached)."""
+    """An uploaded output file (:mod:`segviz.uploads`) as at most ``cap`` cases, with a progress bar, and how many
+    it holds (raises OutputFileError, not cached)."""
     located = uploads.parse_lines(dataset, data, _webnlg_dev(str(default_data_dir())) if dataset == "webnlg" else None)
     pairs = [(records, text) for _, records, text in located[:cap]]
-    bar = st.progress(0.0, text="Aligning and checking…")
-    cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"),
-                                       lines=[n for n, _, _ in located[:cap]], progress=progress_callback(bar, "Aligning and checking"))
+    bar, lines = st.progress(0.0, text="Aligning and checking…"), [n for n, _, _ in located[:cap]]
+    cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"), lines=lines,
+                                       progress=progress_callback(bar, "Aligning and checking"))
     bar.empty()
     return cases, len(located)
 
 
 @st.cache_data(show_spinner="Reading the WebNLG dev set…", max_entries=2)
 def _webnlg_dev(data_dir: str) -> list[list[Record]] | None:
-    """The WebNLG dev entries an uploaded output file is paired with, or None without the data."""
-    try:
+    try:  # the WebNLG dev entries an uploaded output file is paired with, or None without the data
         return uploads.dev_entries(data_dir)
     except (OSError, RecordError, ValueError) as e:
         log.info("no WebNLG dev set for uploads: %s", e)
