@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from segviz import checkpoint as ckpt
 from segviz import decode, export, locate, names, service, uploads, viz
@@ -177,7 +176,6 @@ def prefetch_posteriors(dataset: str, records_param: str, views: list[service.Sy
             log.info("posterior prefetch failed: %s", e)
 
     thread = threading.Thread(target=work, name="segviz-prefetch-posterior", daemon=True)
-    add_script_run_ctx(thread, get_script_run_ctx())  # the cache's own bookkeeping needs the session
     thread.start()
 
 

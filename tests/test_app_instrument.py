@@ -303,3 +303,27 @@ def test_status_row_marks_its_record_in_both_texts(env):
     at.session_state["playground_status_pick"] = None
     at.run()
     assert not any(c.value.startswith("Selected row: ") for c in at.caption)
+
+
+def test_posterior_is_computed_ahead_and_the_view_reuses_it(env, monkeypatch):
+    import threading
+
+    from segviz import ui
+
+    ui.text_posterior.clear()  # texts earlier tests have cached would not be computed again
+    ui._posterior_spec.clear()
+    calls = []
+    real = service.text_posterior
+    monkeypatch.setattr(service, "text_posterior", lambda *a, **k: calls.append(tuple(a[1])) or real(*a, **k))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.button(key="playground_generate").click().run()
+    for t in threading.enumerate():
+        if t.name == "segviz-prefetch-posterior":
+            t.join(60)
+    exp = service.compare("e2e", RECORDS, load(env / "e2e-seg"), load(env / "e2e-pg"), "rm", 5)
+    ahead = {tuple(exp.seg.result.tokens), tuple(exp.pg.result.tokens)}
+    assert set(calls) == ahead  # both texts, in the background, before the view is asked for
+    at.radio(key="playground_view").set_value("posterior").run()
+    assert not at.exception and len(_charts(at)) == 2
+    assert set(calls) == ahead and len(calls) == len(ahead)  # the view found them cached
