@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import names, service, ui, viz
+from segviz import locate, names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.service import OutputFileError
 
@@ -136,20 +136,17 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
         res = view.result
         token = ss.get(f"insp_token_{system}")
         span = ui.segment_table_pick(view, f"insp_segments_{system}")
-        where = None
-        if flag is not None and flag.get("system_key") == system:
-            where = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"])
-            span = span or where.span
+        status = locate.view_status_rows(view)
+        where, what = ui.status_location(view, status, f"insp_status_{system}"), "row"  # a selected status row
+        if where is None and flag is not None and flag.get("system_key") == system:  # else the selected flag
+            where, what = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"]), "flag"
+        span = span or (where.span if where else None)
         ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
                        highlight_record=where.record if where else None, highlight_span=span)
         if where is not None:
-            st.caption(f"Selected flag: {viz.esc(where.note)}.")
-        if view.report is not None:
-            ui.status_table(
-                [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]
-                + [{"#": None, "record": f"{h} (not in the input)", "status": "hallucinated"} for h in view.report.hallucinated],
-                key=f"insp_status_{system}",
-            )
+            st.caption(f"Selected {what}: {viz.esc(where.note)}.")
+        if status:
+            ui.status_table(status, key=f"insp_status_{system}", selectable=True)
         if view.segment_verdicts:
             st.caption("Per-segment verdicts (select a row to frame its segment in the text):")
             ui.segment_table(view, key=f"insp_segments_{system}", records=case.records)

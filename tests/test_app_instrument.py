@@ -327,3 +327,30 @@ def test_posterior_is_computed_ahead_and_the_view_reuses_it(env, monkeypatch):
     at.radio(key="playground_view").set_value("posterior").run()
     assert not at.exception and len(_charts(at)) == 2
     assert set(calls) == ahead and len(calls) == len(ahead)  # the view found them cached
+
+
+def test_inspector_status_row_marks_its_record(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.radio(key="insp_source").set_value("upload").run()
+    data = "name[Blue Café], food[Thai]\tBlue Café is a family friendly pub near The Vaults.\n".encode()
+    at.file_uploader(key="insp_upload").set_value(("out.tsv", data, "text/tab-separated-values")).run()
+    view = service.cases_from_outputs("e2e", service.parse_output_file("e2e", data), load(env / "e2e-seg"), lines=[1])[0].views["uploaded"]
+    from segviz import locate
+
+    rows = locate.view_status_rows(view)
+    assert [r["record"] for r in rows[:2]] == ["name[Blue Café]", "food[Thai]"] and rows[1]["status"] == "missing"
+    assert all(r["#"] is None and r["status"] == "hallucinated" for r in rows[2:]) and len(rows) > 2
+    at.session_state["insp_status_uploaded_pick"] = 0  # the row of record 1, name[Blue Café]
+    at.run()
+    assert not at.exception
+    where = locate.status_location(view, rows[0])
+    assert where.record == 1 and [c.value for c in at.caption if c.value.startswith("Selected ")] == [
+        f"Selected row: {viz.esc(where.note)}."]
+    underlined = len(re.findall(r'class="seg"[^>]*border-bottom:3px', _texts(at)[0]))
+    assert underlined == sum(1 for v in view.segment_verdicts if v.record == 1) >= 1
+    at.session_state["insp_status_uploaded_pick"] = len(rows) - 1  # a fact not in the input: its segment framed
+    at.run()
+    where = locate.status_location(view, rows[-1])
+    assert where.record is None and any(c.value == f"Selected row: {viz.esc(where.note)}." for c in at.caption)
+    assert _texts(at)[0].count("data-picked") == (1 if where.span else 0)
