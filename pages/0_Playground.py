@@ -10,21 +10,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import decode, service, ui, viz
+from segviz import names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
-st.set_page_config(page_title="segviz · Playground", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Playground",
+    "Each segment of the segment model's text is coloured by the record it realises (grey: no record). "
+    "The PG baseline's text is coloured by forced alignment with the segment model.",
+)
 ss = st.session_state
 qp = st.query_params
-
-st.title("Playground")
-st.caption(
-    "Each segment of the segment model's text is coloured by the record it realises (grey: no record). "
-    "The PG baseline's text is coloured by forced alignment with the segment model."
-)
 
 
 def _set_rows(rows: list[dict]) -> None:
@@ -114,11 +110,12 @@ if stale:
         "The records or settings have changed since this output was generated: it is greyed out. "
         "Press **Generate** to update it."
     )
-st.caption(f"Constraints: {decode.CONSTRAINT_LABELS[cmp.constraints]} · beam {cmp.beam} · {len(cmp.records)} records")
+st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam} · {len(cmp.records)} records")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
 picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}
 views = {"seg": cmp.seg, "pg": cmp.pg}
+status = service.status_rows(cmp)
 cols = st.columns(2)
 for col, (system, view) in zip(cols, views.items(), strict=True):
     with col:
@@ -128,11 +125,17 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         if pick and res is not None and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, rec = pick[0], res.record_of_source_token[pick[1]]
         span = ui.segment_table_pick(view, f"playground_segments_{system}")
+        where = ui.status_location(view, status, "playground_status")  # a selected row of the status table
+        if where is not None:
+            rec, span = where.record if rec is None else rec, span or where.span
         ui.show_output(view, cmp.records, t, rec, highlight_span=span, stale=stale)
+        if where is not None:
+            st.caption(f"Selected row: {viz.esc(where.note)}.")
 
 st.subheader("Per-record status")
-st.caption("The automatic checker's verdict for every input record (and facts not in the input).")
-ui.status_table(service.status_rows(cmp), key="playground_status")
+st.caption("The automatic checker's verdict for every input record (and facts not in the input). "
+           "Select a row to mark its record in both texts: its segments underlined, a hallucinated value's segment framed.")
+ui.status_table(status, key="playground_status", selectable=True)
 st.subheader("Per-segment verdicts")
 st.caption(
     "Does each segment say its own record and nothing else? Select a row to frame its segment in the text above; "
@@ -152,7 +155,7 @@ view_mode = ui.view_picker("playground_view", qp.get("view", "attention"))
 if qp.get("view", "attention") != view_mode:
     qp["view"] = view_mode
 if view_mode == "posterior":
-    st.caption(ui.POSTERIOR_CAPTION)
+    st.caption(names.POSTERIOR_CAPTION)
     cols = st.columns(2)
     for col, (system, view) in zip(cols, views.items(), strict=True):
         with col:
@@ -170,18 +173,19 @@ if view_mode == "posterior":
                 ui.show_posterior(dataset, request[1], own_view, cmp.records, seg_key, key="playground_post_own")
 else:
     st.caption("Output tokens × source tokens, one colour scale for both systems. Click a cell to highlight that token and record.")
-vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
 cols = st.columns(2) if view_mode == "attention" else []
 for col, (system, view) in zip(cols, views.items(), strict=False):
     with col:
         res = view.result
-        if res is None or not res.attention:
+        spec = ui.attention_spec(tuple(request), seg_key, ui.checkpoint_key(dataset, "pg"), system)
+        if spec is None:
             st.info(f"{view.label}: no attention to show.")
             continue
-        st.altair_chart(
-            viz.attention_chart(res, vmax, view.label), on_select="rerun", key=f"playground_heat_{system}",
+        st.vega_lite_chart(
+            spec=spec, on_select="rerun", key=f"playground_heat_{system}",
             selection_mode="cell", width="content",  # sized by the token counts (viz.attention_chart)
         )
+        ui.figure_downloads(spec, f"playground_heat_{system}", "attention", view.label)
         pick = picks[system]
         if pick and pick[0] < len(res.tokens) and pick[1] < len(res.source_tokens):
             t, i = pick
@@ -201,3 +205,5 @@ st.download_button(
     file_name="segviz-case.json", mime="application/json", key="playground_export",
     help="Records, settings, both texts with their segments, attention and verdicts.",
 )
+if view_mode == "attention":  # the posterior of both texts is computed ahead, so the toggle finds it ready
+    ui.prefetch_posteriors(dataset, request[1], [cmp.seg, cmp.pg], seg_key)

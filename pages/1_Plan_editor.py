@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import service, ui, viz
+from segviz import locate, service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
@@ -21,17 +21,13 @@ try:  # drag and drop list (optional dependency); the buttons below always work
 except ImportError:  # pragma: no cover - depends on the environment
     sort_items = None
 
-st.set_page_config(page_title="segviz · Plan editor", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Plan editor",
+    "The segment model chooses the order of the records itself; here you choose it. "
+    "Null segments (grey) may still appear between the records.",
+)
 ss = st.session_state
 qp = st.query_params
-
-st.title("Plan editor")
-st.caption(
-    "The segment model chooses the order of the records itself; here you choose it. "
-    "Null segments (grey) may still appear between the records."
-)
 
 # ----- the records ----------------------------------------------------------------------------
 request = ss.get("playground_request")
@@ -158,10 +154,7 @@ with right:
                     st.caption(f"log-probability {view.result.scores.get('log_prob', float('nan')):.2f} "
                                f"({service.log_prob_per_token(view.result):.3f} per token)")
                 if view.report is not None:
-                    ui.status_table(
-                        [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record],
-                        key=f"plan_status_{title}",
-                    )
+                    ui.status_table(locate.view_status_rows(view), key=f"plan_status_{title}")
         if len(outputs) == 2 and all(v.result is not None for v in outputs):
             st.markdown("##### What changed (word diff, new against previous)")
             st.markdown(viz.word_diff_html(outputs[0].result.tokens, outputs[1].result.tokens, records),

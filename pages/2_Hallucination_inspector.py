@@ -1,7 +1,8 @@
 """Hallucination inspector: screen many outputs with the automatic checker, open a flagged case.
 
 Outputs come from running both models over dev inputs (cached per request) or from an uploaded
-E2E file of any system (``MR<TAB>output`` per line), aligned by the segment model.
+output file of any system (E2E: ``MR<TAB>output`` per line; WebNLG: one output per dev entry, or
+``triples<TAB>output``; see segviz.uploads), aligned by the segment model.
 """
 
 from __future__ import annotations
@@ -9,18 +10,22 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import service, ui, viz
+from segviz import locate, names, service, ui, viz
+from segviz.examples import examples_for
 from segviz.service import OutputFileError
 
-st.set_page_config(page_title="segviz · Hallucination inspector", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
+dataset = ui.page(
+    "Hallucination inspector",
+    "Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.",
+)
 ss = st.session_state
 
-st.title("Hallucination inspector")
-st.caption("Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.")
-
-SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file (E2E)"}
+SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file"}
+UPLOAD_FORMATS = {  # what a line of an uploaded file holds (segviz.uploads)
+    "e2e": "MR<TAB>output per line (UTF-8)",
+    "webnlg": "One output per line, in the order of the dev set's entries (the file `python -m segviz.generate` "
+              "writes), or `subject | predicate | object ; …<TAB>output` per line (UTF-8)",
+}
 source = st.radio("Outputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="insp_source")
 seg_key, pg_key = ui.checkpoint_key(dataset, "seg"), ui.checkpoint_key(dataset, "pg")
 
@@ -29,7 +34,7 @@ if source == "run":
     dev, dev_msg = ui.dev_inputs(dataset)
     if dev_msg:
         ui.warning(dev_msg)
-    n_inputs = len(dev) or len(ui._bundled(dataset))
+    n_inputs = len(dev) or len(examples_for(dataset))
     c1, c2, c3 = st.columns(3)
     n = c1.number_input("Number of inputs", 1, n_inputs, min(10, n_inputs), key="insp_n")
     with c2:
@@ -50,7 +55,7 @@ if source == "run":
         if req[1:] != (int(n), constraints, int(beam), how, int(seed)):
             st.warning("The settings have changed since these cases were run: press **Run both models** to update them.")
 else:
-    upload = st.file_uploader("MR<TAB>output per line (UTF-8)", type=["tsv", "txt"], key="insp_upload")
+    upload = st.file_uploader(UPLOAD_FORMATS[dataset], type=["tsv", "txt"], key="insp_upload")
     if upload is not None:
         try:
             cases, total = ui.cases_from_file(dataset, upload.getvalue(), seg_key, ui.MAX_UPLOAD_CASES)
@@ -120,7 +125,7 @@ if not case.views:  # e.g. the checkpoints became unusable after the run was req
     st.stop()
 view_mode = ui.view_picker("insp_view")
 if view_mode == "posterior":
-    st.caption(ui.POSTERIOR_CAPTION)
+    st.caption(names.POSTERIOR_CAPTION)
 case_param = service.records_to_param(case.records)
 flag = ss.get("insp_flag")
 if flag is not None and flag["case"] != case.index:
@@ -131,20 +136,17 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
         res = view.result
         token = ss.get(f"insp_token_{system}")
         span = ui.segment_table_pick(view, f"insp_segments_{system}")
-        where = None
-        if flag is not None and flag.get("system_key") == system:
-            where = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"])
-            span = span or where.span
+        status = locate.view_status_rows(view)
+        where, what = ui.status_location(view, status, f"insp_status_{system}"), "row"  # a selected status row
+        if where is None and flag is not None and flag.get("system_key") == system:  # else the selected flag
+            where, what = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"]), "flag"
+        span = span or (where.span if where else None)
         ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
                        highlight_record=where.record if where else None, highlight_span=span)
         if where is not None:
-            st.caption(f"Selected flag: {where.note}.")
-        if view.report is not None:
-            ui.status_table(
-                [{"#": v.index + 1, "record": v.label, "status": v.status} for v in view.report.per_record]
-                + [{"#": None, "record": f"{h} (not in the input)", "status": "hallucinated"} for h in view.report.hallucinated],
-                key=f"insp_status_{system}",
-            )
+            st.caption(f"Selected {what}: {viz.esc(where.note)}.")
+        if status:
+            ui.status_table(status, key=f"insp_status_{system}", selectable=True)
         if view.segment_verdicts:
             st.caption("Per-segment verdicts (select a row to frame its segment in the text):")
             ui.segment_table(view, key=f"insp_segments_{system}", records=case.records)
@@ -165,11 +167,18 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
             st.info(f"Token {t} ({viz.esc(res.tokens[t])}) lies in a null segment: it realises no record, so the "
                     "segment model attended to no input token while writing it.")
         else:
-            st.altair_chart(viz.attention_bar(res, t), key=f"insp_bar_{system}", width="stretch")
+            bar = viz.attention_bar(res, t)
+            st.altair_chart(bar, key=f"insp_bar_{system}", width="stretch")
+            ui.figure_downloads(bar, f"insp_bar_{system}", "attention", view.label, f"token-{t}")
         ui.show_token_explanation(dataset, case_param, view, t, seg_key, key=f"insp_explain_{system}")
         with st.expander("Full attention (click a cell to pick its token)"):
-            st.altair_chart(
-                viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label),
-                on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}", selection_mode="cell",
-                width="content",
-            )
+            heat = viz.attention_chart(res, viz.max_attention([v.result for v in case.views.values()]), view.label)
+            st.altair_chart(heat, on_select=lambda s=system: _token_from_click(s), key=f"insp_heat_{system}",
+                            selection_mode="cell", width="content")
+            ui.figure_downloads(heat, f"insp_heat_{system}", "attention", view.label)
+
+st.download_button(
+    "Export this case (JSON)", service.case_json(dataset, case.records, list(case.views.values())),
+    file_name=f"segviz-case-{case.index}.json", mime="application/json", key="insp_export", on_click="ignore",
+    help="Records, every system's text with its segments, attention and verdicts.",
+)

@@ -7,11 +7,7 @@ import streamlit as st
 
 from segviz import service, ui, viz
 
-st.set_page_config(page_title="segviz · Results", page_icon="🧩", layout="wide")
-settings = ui.sidebar()
-dataset = settings["dataset"]
-
-st.title("Results")
+dataset = ui.page("Results")
 root = service.checkpoint_root()
 summaries = service.summarise_checkpoints(root)
 if not summaries:
@@ -46,9 +42,13 @@ if df.empty:
     st.info("No training history yet (history.json is written after each epoch).")
     st.stop()
 shipped = {s.name: service.shipped_epoch(s.history) for s in shown}
-st.altair_chart(viz.loss_chart(df, shipped), key="results_loss")
+loss = viz.loss_chart(df, shipped)
+st.altair_chart(loss, key="results_loss")
+ui.figure_downloads(loss, "results_loss", "training-curves", dataset)
 if df["series"].str.contains("exp_seg").any():
-    st.altair_chart(viz.segments_chart(df, shipped), key="results_segments")
+    segments = viz.segments_chart(df, shipped)
+    st.altair_chart(segments, key="results_segments")
+    ui.figure_downloads(segments, "results_segments", "expected-segments", dataset)
     st.caption(
         "The granularity regulariser pulls E[#segments] towards K, the number of records (paper eq. 6, Fig. 3): "
         "compare the panels of checkpoints trained with and without it (e.g. e2e-seg-ablation-w0 / -w5)."

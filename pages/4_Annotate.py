@@ -35,7 +35,7 @@ from segviz.annotate import (
     validate_annotator,
 )
 from segviz.annotate import workflow as sv
-from segviz.decode import CONSTRAINT_LABELS
+from segviz.names import LEVEL_NAMES
 
 FLUENCY_HELP = "1 = not understandable, 3 = understandable with errors, 5 = perfectly fluent (grammar only)"
 FLAG_HELP = {"wrong": "the text states this record with a wrong value",
@@ -51,7 +51,7 @@ def get_store(url: str) -> Store:
 
 def system_label(name: str) -> str:
     spec = sv.SystemSpec.parse(name)
-    return name if spec.constraints is None else f"{spec.checkpoint} · {CONSTRAINT_LABELS[spec.constraints]}"
+    return name if spec.constraints is None else f"{spec.checkpoint} · {LEVEL_NAMES[spec.constraints]}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,16 +375,14 @@ def results_section(store: Store, campaign: dict) -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="segviz · Annotate", page_icon="🧩", layout="wide")
-    settings = ui.sidebar()
-    st.title("Annotate")
+    dataset = ui.page("Annotate")
     store = get_store(default_url())
     annotator = annotator_id()
     campaign = pick_campaign(store)
     error = st.session_state.pop("ann_error", None)
     if error:
         ui.error(f"Not saved: {error}")
-    create_section(store, settings["dataset"], expanded=campaign is None)
+    create_section(store, dataset, expanded=campaign is None)
     if campaign is None:
         st.info("No campaign yet: create one above or import an export.")
         return

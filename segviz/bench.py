@@ -1,6 +1,7 @@
 """Benchmarks: what segmental decoding costs against full attention, and how it scales.
 
     python -m segviz.bench [--json runs/bench.json] [--threads 1] [--small] [--train-only] [--train-threads 0]
+    python -m segviz.bench --app-latency [--n 10] [--json runs/latency.json]   # the app in Chromium (segviz.latency)
 
 1. Training: one forward+backward step at batch 64 on E2E-sized batches for ``seg`` and
    ``pg``, the share of the ``seg`` step spent in the dynamic program, peak memory of each
@@ -375,7 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-threads", type=int, default=0, help="threads for the training throughput (0: all cores, as segviz.train)")
     p.add_argument("--train-only", action="store_true", help="only the training throughput of seg and pg")
     p.add_argument("--data-dir", type=Path, default=None)
-    args = p.parse_args(argv)
+    p.add_argument("--app-latency", action="store_true", help="only the app's latency in Chromium (segviz.latency; its flags follow)")
+    args, rest = p.parse_known_args(argv)
+    if args.app_latency:  # Generate / posterior view / page switch, click to idle in a real browser
+        from segviz import latency
+
+        return latency.main(rest + (["--json", str(args.json)] if args.json else []) + (["--data-dir", str(args.data_dir)] if args.data_dir else []))
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     t0 = time.perf_counter()
     res = run(args.small, args.threads, args.reps, args.data_dir, args.train_threads, args.train_only)
     res["seconds"] = time.perf_counter() - t0

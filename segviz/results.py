@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from segviz import names
 from segviz.checkpoint import CheckpointError
 from segviz.datasets import DATASETS
-from segviz.decode import CONSTRAINT_LABELS
 from segviz.systems import checkpoint_root
 
 
@@ -73,7 +73,7 @@ def metrics_rows(summaries: Sequence[CheckpointSummary]) -> list[dict]:
             rows.append({"checkpoint": s.name, "level": "—", **_numbers(flat)})
         for level, m in nested.items():
             rows.append(
-                {"checkpoint": s.name, "level": CONSTRAINT_LABELS.get(level, level), **_numbers(m)}
+                {"checkpoint": s.name, "level": names.LEVEL_NAMES.get(level, level), **_numbers(m)}
             )
     return rows
 
@@ -88,7 +88,7 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 # what the automatic checker does not measure, per dataset (WebNLG: its predicates are open-ended)
 NOT_MEASURED = {name: set(ds.not_measured) for name, ds in DATASETS.items() if ds.not_measured}
-LEVEL_NAMES = {"pg": "PG", **CONSTRAINT_LABELS}
+LEVEL_NAMES = names.LEVEL_NAMES  # segviz.names
 
 
 def _not_measured(dataset: str) -> frozenset[str]:

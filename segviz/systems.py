@@ -14,13 +14,13 @@ from pathlib import Path
 
 import torch
 
-from segviz import decode, faithfulness, posterior
+from segviz import decode, faithfulness, names, posterior
 from segviz.checkpoint import Checkpoint
 from segviz.records import Record, RecordError, detokenize
 from segviz.rows import _unknown_words, unknown_words_warning  # noqa: F401 (_unknown_words: re-exported)
 
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
-SYSTEM_LABELS = {"seg": "Segment model (ours)", "pg": "Pointer-generator (PG)"}
+SYSTEM_LABELS = names.MODEL_LABELS  # the models; systems are named by names.system_name
 
 
 def checkpoint_root() -> Path:
@@ -82,7 +82,7 @@ class SystemView:
 
     @property
     def label(self) -> str:
-        return SYSTEM_LABELS.get(self.system, self.system)
+        return names.system_label(self.system, self.result.constraints if self.result else None)
 
 
 @dataclass

@@ -10,22 +10,20 @@ recomputes nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, service, viz
+from segviz import decode, export, locate, names, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
-from segviz.datasets import DATASETS
+from segviz.examples import examples_for
 from segviz.records import Record, RecordError
 
 log = logging.getLogger(__name__)
 
-DATASET_LABELS = {name: ds.label for name, ds in DATASETS.items()}  # the registry (segviz.datasets)
-STATUS_ICONS = {"realised": "✓ realised", "missing": "– missing", "repeated": "↻ repeated", "wrong": "✗ wrong",
-                "hallucinated": "+ hallucinated"}  # fmt: skip  (no emoji: not every browser has the font)
 MAX_DEV_INPUTS = 300  # dev inputs offered by the example pickers
 
 
@@ -68,10 +66,19 @@ def _load(key: tuple[str, float] | None, dataset: str, kind: str) -> tuple[ckpt.
 
 
 def _explain(views: dict[str, service.SystemView], errors: dict[str, str | None]) -> None:
-    """A view without output because its checkpoint is unusable says why (not "not trained yet")."""
-    for kind, view in views.items():
+    for kind, view in views.items():  # a view without output because its checkpoint is unusable says why
         if view.result is None and errors.get(kind):
             view.error = errors[kind]
+
+
+def page(title: str, caption: str | None = None) -> str:
+    """Every page's head (tab title, shared :func:`sidebar`, title, caption); returns the dataset picked."""
+    st.set_page_config(page_title=f"segviz · {title}", page_icon="🧩", layout="wide")
+    dataset = sidebar()["dataset"]
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    return dataset
 
 
 def sidebar() -> dict:
@@ -79,10 +86,10 @@ def sidebar() -> dict:
     were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
     qp = st.query_params
     default = qp.get("dataset", "e2e")
-    options = list(DATASET_LABELS)
+    options = list(names.DATASET_LABELS)
     index = options.index(default) if default in options else 0
     dataset = st.sidebar.radio(
-        "Dataset", options, index=index, format_func=DATASET_LABELS.get, key="sidebar_dataset"
+        "Dataset", options, index=index, format_func=names.DATASET_LABELS.get, key="sidebar_dataset"
     )
     if qp.get("dataset") != dataset:
         qp["dataset"] = dataset
@@ -92,7 +99,7 @@ def sidebar() -> dict:
             key = checkpoint_key(dataset, kind)
             found[kind] = key[0] if key else None
             mark = "found" if key else "**missing**"
-            st.markdown(f"{service.SYSTEM_LABELS[kind]}: {mark}  \n`{service.checkpoint_path(dataset, kind)}`")
+            st.markdown(f"{names.MODEL_LABELS[kind]}: {mark}  \n`{service.checkpoint_path(dataset, kind)}`")
     return {"dataset": dataset, "checkpoints": found}
 
 
@@ -128,7 +135,7 @@ def sample_plans(dataset: str, records_param: str, n: int, seed: int, beam: int,
     return service.sample_plans(dataset, records, _from_key(seg_key, dataset, "seg"), n, seed, beam)
 
 
-@st.cache_data(show_spinner="Computing the posterior…", max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256)  # no spinner: also computed ahead, in prefetch_posteriors
 def text_posterior(dataset: str, records_param: str, tokens: tuple[str, ...], seg_key):
     """:func:`segviz.service.text_posterior` of ``tokens``, cached by text, records and checkpoint."""
     records = service.records_from_param(dataset, records_param)
@@ -141,6 +148,35 @@ def _posterior_spec(dataset: str, records_param: str, tokens: tuple[str, ...], c
     records = service.records_from_param(dataset, records_param)
     post = text_posterior(dataset, records_param, tokens, seg_key)
     return viz.posterior_chart(post, title, records, cased).to_dict(validate=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def attention_spec(request: tuple, seg_key, pg_key, system: str) -> dict | None:
+    """The Playground's attention heatmap of ``system`` ("seg" / "pg") for ``request`` (dataset, records, constraints,
+    beam) as a Vega-Lite spec, both systems on one colour scale; built once per output (unvalidated: fixed code)."""
+    cmp = compare(*request, seg_key, pg_key)
+    view = cmp.seg if system == "seg" else cmp.pg
+    if view.result is None or not view.result.attention:
+        return None
+    vmax = viz.max_attention([cmp.seg.result, cmp.pg.result])
+    return viz.attention_chart(view.result, vmax, view.label).to_dict(validate=False)
+
+
+def prefetch_posteriors(dataset: str, records_param: str, views: list[service.SystemView], seg_key) -> None:
+    """Compute (and cache) the posterior views of ``views`` in a background thread once the page is drawn, so that
+    switching to the posterior finds them ready; the page calls it last (it waits for nothing)."""
+    jobs = [(tuple(v.result.tokens), tuple(v.cased or ()) or None, v.label) for v in views if v.result and v.result.tokens]
+    if not jobs or _load(seg_key, dataset, "seg")[0] is None:  # no usable segment model: the view says why
+        return
+
+    def work() -> None:  # best effort: the view computes (and reports) it again if asked
+        try:
+            [_posterior_spec(dataset, records_param, *job, seg_key) for job in jobs]
+        except Exception as e:  # noqa: BLE001
+            log.info("posterior prefetch failed: %s", e)
+
+    thread = threading.Thread(target=work, name="segviz-prefetch-posterior", daemon=True)
+    thread.start()
 
 
 @st.cache_data(show_spinner="Aligning the text…", max_entries=64)
@@ -230,27 +266,18 @@ def segment_table(view: service.SystemView, key: str, records: list[Record] = ()
 def segment_table_pick(view: service.SystemView, key: str) -> tuple[int, int] | None:
     """``(start, end)`` of the segment selected in :func:`segment_table` ``key`` (read from the
     session state, so the text drawn above the table can frame it), or None."""
-    rows = service.segment_rows(view)
-    picked = None
+    row = _picked_row(service.segment_rows(view), key)
+    return None if row is None else (row["start"], row["end"])
+
+
+def _picked_row(rows: list[dict], key: str) -> dict | None:
+    """The selected row of table ``key`` (tests set ``session_state[key + "_pick"]`` to a row number), or None."""
     try:
         picked = (st.session_state[key].selection.rows or [None])[0]
     except (KeyError, AttributeError, TypeError):  # not drawn yet in this session
-        pass
-    if picked is None:
-        picked = st.session_state.get(f"{key}_pick")
-    if picked is None or not 0 <= picked < len(rows):
-        return None
-    return rows[picked]["start"], rows[picked]["end"]
-
-
-VIEWS = {"attention": "Attention", "posterior": "Posterior over segmentations"}
-POSTERIOR_CAPTION = (
-    "Posterior: for every token, the probability that it lies in a segment of each record (or of no record), "
-    "given the whole text and the records, summed exactly over all segmentations (forward-backward; each row "
-    "sums to 1). Red frames: the most probable segmentation (Viterbi). Bars: the probability that a new segment "
-    "starts at the token. Attention shows where a decoder looked while writing a word; the posterior shows which "
-    "record the segment model says the text realises, for any text (PG's included, which has no segments of its own)."
-)
+        picked = None
+    picked = st.session_state.get(f"{key}_pick") if picked is None else picked
+    return rows[picked] if picked is not None and 0 <= picked < len(rows) else None
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -289,9 +316,9 @@ def show_token_explanation(dataset: str, records_param: str, view: service.Syste
 
 def view_picker(key: str, default: str = "attention") -> str:
     """Toggle between the attention heatmaps and the posterior over segmentations."""
-    options = list(VIEWS)
+    options = list(names.VIEWS)
     return st.radio("Show", options, index=options.index(default) if default in options else 0,
-                    format_func=VIEWS.get, horizontal=True, key=key)
+                    format_func=names.VIEWS.get, horizontal=True, key=key)
 
 
 def show_posterior(dataset: str, records_param: str, view: service.SystemView, records: list[Record], seg_key,
@@ -311,14 +338,25 @@ def show_posterior(dataset: str, records_param: str, view: service.SystemView, r
         error(f"{view.label}: no posterior: {e}")
         return
     st.vega_lite_chart(spec=spec, key=key, width="content")
+    figure_downloads(spec, key, "posterior", view.label)
     st.caption(
         f"log p(text | records) = {post.log_prob:.2f} (all segmentations) · Viterbi: {len(post.viterbi)} segments · "
         f"{post.elapsed_ms:.0f} ms"
     )
 
 
-def status_table(rows: list[dict], key: str) -> None:
-    """Per-record verdicts with icons and words (not colour alone)."""
+def figure_downloads(chart, key: str, *name: object) -> None:
+    """"Figure (SVG)" / "Figure (PNG)" buttons for ``chart`` (Altair or a spec), rendered only when clicked."""
+    with st.container(horizontal=True, key=f"{key}_figure"):
+        for fmt, mime in export.FORMATS.items():
+            st.download_button(
+                f"Figure ({fmt.upper()})", lambda f=fmt: export.figure(chart, f), file_name=export.file_name(*name, fmt=fmt),
+                mime=mime, key=f"{key}_{fmt}", on_click="ignore", help=f"This chart as {fmt.upper()}, for a paper or slides.",
+            )
+
+
+def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
+    """Per-record verdicts with icons and words (not colour alone); ``selectable``: see :func:`status_location`."""
     if not rows:
         st.info("No verdicts (no system produced an output).")
         return
@@ -326,8 +364,15 @@ def status_table(rows: list[dict], key: str) -> None:
     if "#" in df.columns:  # facts not in the input have no number: blank, not "None"
         df["#"] = df["#"].map(lambda v: "" if v is None or v != v else str(int(v)))
     for col in df.columns[2:]:
-        df[col] = df[col].map(lambda s: STATUS_ICONS.get(s, s))
-    st.dataframe(df, hide_index=True, key=key, width="stretch")
+        df[col] = df[col].map(lambda s: names.STATUS_ICONS.get(s, s))
+    select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
+    st.dataframe(df, hide_index=True, key=key, width="stretch", **select)
+
+
+def status_location(view: service.SystemView, rows: list[dict], key: str):
+    """Where the row selected in status table ``key`` is in ``view``'s text (:mod:`segviz.locate`), or None."""
+    row = _picked_row(rows, key)
+    return None if row is None else locate.status_location(view, row)
 
 
 def selected_cell(event) -> tuple[int, int] | None:
@@ -348,23 +393,22 @@ def constraint_picker(key: str, default: str = "rm") -> str:
     options = list(decode.CONSTRAINTS)
     return st.radio(
         "Constraints", options, index=options.index(default) if default in options else 2,
-        format_func=decode.CONSTRAINT_LABELS.get, horizontal=True, key=key,
+        format_func=names.LEVEL_NAMES.get, horizontal=True, key=key,
         help=" · ".join(f"{c.label}: {c.help}" for c in decode.CONSTRAINTS.values()),
     )
 
 
 def run_systems(dataset: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
                 seed: int = 0) -> list[service.Case]:
-    """Both systems over ``n`` dev inputs (bundled examples when there is no dev set) chosen by
-    :func:`segviz.service.sample_inputs` (``how``, ``seed``), with a progress bar while decoding;
-    cached by request, data folder and checkpoint versions."""
+    """Both systems over ``n`` dev inputs (bundled examples without a dev set) picked by :func:`service.sample_inputs`
+    (``how``, ``seed``), with a progress bar; cached by request, data folder and checkpoint versions."""
     return _run_systems(dataset, str(default_data_dir()), n, constraints, beam, seg_key, pg_key, how, seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _run_systems(dataset: str, data_dir: str, n: int, constraints: str, beam: int, seg_key, pg_key, how: str = "first",
                  seed: int = 0) -> list[service.Case]:
-    inputs = dev_inputs(dataset)[0] or list(_bundled(dataset).items())
+    inputs = dev_inputs(dataset)[0] or list(examples_for(dataset).items())
     bar = st.progress(0.0, text="Decoding…")  # created inside: the cache can replay it
     cases = service.run_systems(
         dataset, service.sample_inputs(inputs, n, how, seed), _from_key(seg_key, dataset, "seg"),
@@ -379,27 +423,26 @@ MAX_UPLOAD_CASES = 1000  # an uploaded file's first lines that are aligned and c
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CASES) -> tuple[list[service.Case], int]:
-    """An uploaded ``MR<TAB>output`` file as cases, at most ``cap`` of them, with a progress bar,
-    and how many the file holds (raises OutputFileError, not cached)."""
-    located = service.parse_output_lines(dataset, data)
+    """An uploaded output file (:mod:`segviz.uploads`) as at most ``cap`` cases, with a progress bar, and how many
+    it holds (raises OutputFileError, not cached)."""
+    located = uploads.parse_lines(dataset, data, _webnlg_dev(str(default_data_dir())) if dataset == "webnlg" else None)
     pairs = [(records, text) for _, records, text in located[:cap]]
-    bar = st.progress(0.0, text="Aligning and checking…")
-    cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"),
-                                       lines=[n for n, _, _ in located[:cap]], progress=progress_callback(bar, "Aligning and checking"))
+    bar, lines = st.progress(0.0, text="Aligning and checking…"), [n for n, _, _ in located[:cap]]
+    cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"), lines=lines,
+                                       progress=progress_callback(bar, "Aligning and checking"))
     bar.empty()
     return cases, len(located)
 
 
-def _bundled(dataset: str) -> dict[str, list[Record]]:
-    from segviz.examples import examples_for
-
-    return examples_for(dataset)
+@st.cache_data(show_spinner="Reading the WebNLG dev set…", max_entries=2)
+def _webnlg_dev(data_dir: str) -> list[list[Record]] | None:
+    try:  # the WebNLG dev entries an uploaded output file is paired with, or None without the data
+        return uploads.dev_entries(data_dir)
+    except (OSError, RecordError, ValueError) as e:
+        log.info("no WebNLG dev set for uploads: %s", e)
+        return None
 
 
 def progress_callback(bar, what: str):
     """A ``progress(done, total)`` callback that drives an ``st.progress`` bar."""
-
-    def update(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"{what}: {done}/{total}")
-
-    return update
+    return lambda done, total: bar.progress(done / max(total, 1), text=f"{what}: {done}/{total}")

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from segviz import service
+from segviz import service, viz
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
 from segviz.records import tokenize
@@ -127,7 +127,7 @@ def test_changed_records_grey_the_stale_output(env):
 
 def test_export_case_json(env):
     at = _generated()
-    assert at.get("download_button")[0].proto.label == "Export this case (JSON)"
+    assert [b.proto.label for b in at.get("download_button")][-1] == "Export this case (JSON)"
     exp = _expected(env)
     data = json.loads(service.case_json("e2e", RECORDS, [exp.seg, exp.pg], constraints="rm", beam=5))
     assert data["records"][0] == {"attribute": "name", "value": "The Golden Lantern"} and data["beam"] == 5
@@ -181,7 +181,7 @@ def test_inspector_flag_row_locates_its_span(env):
     at.session_state["insp_flag"] = halluc  # what selecting its row of the flag table stores
     at.run()
     assert not at.exception
-    assert any(c.value == f"Selected flag: {where.note}." for c in at.caption)
+    assert any(c.value == f"Selected flag: {viz.esc(where.note)}." for c in at.caption)
     text = _texts(at)[0]
     if where.span is not None:  # the segment stating the absent value is framed
         assert text.count("data-picked") == 1 and where.note.startswith("hallucinated")
@@ -189,7 +189,7 @@ def test_inspector_flag_row_locates_its_span(env):
     at.session_state["insp_flag"] = missing
     at.run()
     loc = service.flag_location(view, "missing", missing["k"], missing["record"])
-    assert any(c.value == f"Selected flag: {loc.note}." for c in at.caption)
+    assert any(c.value == f"Selected flag: {viz.esc(loc.note)}." for c in at.caption)
     assert f"missing record {missing['k']} ({missing['record']})" in loc.note
 
 
@@ -285,3 +285,72 @@ def test_inspector_upload_cap(env, monkeypatch):
     at.file_uploader(key="insp_upload").set_value(("big.tsv", data, "text/plain")).run()
     assert not at.exception
     assert any("big.tsv holds 5 outputs; the first 2 are shown" in w.value for w in at.warning)
+
+
+def test_status_row_marks_its_record_in_both_texts(env):
+    at = _generated()
+    exp = _expected(env)
+    rows = service.status_rows(exp)
+    at.session_state["playground_status_pick"] = 1  # what selecting the row of record 2 stores
+    at.run()
+    assert not at.exception
+    texts = _texts(at)
+    counts = [len(re.findall(r'class="seg"[^>]*border-bottom:3px', text)) for text in texts]
+    assert counts == [sum(1 for v in view.segment_verdicts if v.record == 2) for view in (exp.seg, exp.pg)]
+    assert counts[0] >= 1  # the segment model's own text has a segment of every record (+RM)
+    notes = [c.value for c in at.caption if c.value.startswith("Selected row: ")]
+    assert len(notes) == 2 and all(f"record 2 ({viz.esc(rows[1]['record'])})" in n for n in notes)
+    at.session_state["playground_status_pick"] = None
+    at.run()
+    assert not any(c.value.startswith("Selected row: ") for c in at.caption)
+
+
+def test_posterior_is_computed_ahead_and_the_view_reuses_it(env, monkeypatch):
+    import threading
+
+    from segviz import ui
+
+    ui.text_posterior.clear()  # texts earlier tests have cached would not be computed again
+    ui._posterior_spec.clear()
+    calls = []
+    real = service.text_posterior
+    monkeypatch.setattr(service, "text_posterior", lambda *a, **k: calls.append(tuple(a[1])) or real(*a, **k))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.button(key="playground_generate").click().run()
+    for t in threading.enumerate():
+        if t.name == "segviz-prefetch-posterior":
+            t.join(60)
+    exp = service.compare("e2e", RECORDS, load(env / "e2e-seg"), load(env / "e2e-pg"), "rm", 5)
+    ahead = {tuple(exp.seg.result.tokens), tuple(exp.pg.result.tokens)}
+    assert set(calls) == ahead  # both texts, in the background, before the view is asked for
+    at.radio(key="playground_view").set_value("posterior").run()
+    assert not at.exception and len(_charts(at)) == 2
+    assert set(calls) == ahead and len(calls) == len(ahead)  # the view found them cached
+
+
+def test_inspector_status_row_marks_its_record(env):
+    at = AppTest.from_file(INSPECTOR, default_timeout=120)
+    at.run()
+    at.radio(key="insp_source").set_value("upload").run()
+    data = "name[Blue Café], food[Thai]\tBlue Café is a family friendly pub near The Vaults.\n".encode()
+    at.file_uploader(key="insp_upload").set_value(("out.tsv", data, "text/tab-separated-values")).run()
+    view = service.cases_from_outputs("e2e", service.parse_output_file("e2e", data), load(env / "e2e-seg"), lines=[1])[0].views["uploaded"]
+    from segviz import locate
+
+    rows = locate.view_status_rows(view)
+    assert [r["record"] for r in rows[:2]] == ["name[Blue Café]", "food[Thai]"] and rows[1]["status"] == "missing"
+    assert all(r["#"] is None and r["status"] == "hallucinated" for r in rows[2:]) and len(rows) > 2
+    at.session_state["insp_status_uploaded_pick"] = 0  # the row of record 1, name[Blue Café]
+    at.run()
+    assert not at.exception
+    where = locate.status_location(view, rows[0])
+    assert where.record == 1 and [c.value for c in at.caption if c.value.startswith("Selected ")] == [
+        f"Selected row: {viz.esc(where.note)}."]
+    underlined = len(re.findall(r'class="seg"[^>]*border-bottom:3px', _texts(at)[0]))
+    assert underlined == sum(1 for v in view.segment_verdicts if v.record == 1) >= 1
+    at.session_state["insp_status_uploaded_pick"] = len(rows) - 1  # a fact not in the input: its segment framed
+    at.run()
+    where = locate.status_location(view, rows[-1])
+    assert where.record is None and any(c.value == f"Selected row: {viz.esc(where.note)}." for c in at.caption)
+    assert _texts(at)[0].count("data-picked") == (1 if where.span else 0)

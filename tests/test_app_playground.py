@@ -67,7 +67,7 @@ def test_generate_shows_both_texts_and_status(env):
     assert list(status["record"]) == [r.label for r in records] + [
         f"{h} (not in the input)" for h in sorted(set(exp.seg.report.hallucinated) | set(exp.pg.report.hallucinated))
     ]
-    assert status.iloc[0]["Segment model (ours)"].endswith(exp.seg.report.per_record[0].status)
+    assert status.iloc[0]["Segment model · ours (+R)"].endswith(exp.seg.report.per_record[0].status)
     assert at.query_params["constraints"] == "r" and at.query_params["beam"] == "3"
     assert service.records_from_param("e2e", at.query_params["records"]) == records
 

@@ -169,6 +169,22 @@ def test_playground_name_posterior_view_and_segment_click(page, server):
     assert "view=posterior" in page.url
 
 
+def test_status_row_click_marks_its_record(page, server):
+    """A click on a row of the per-record status table (a canvas grid: no AppTest can click it)
+    underlines that record's segments in both texts."""
+    _generate(page, server)
+    table = page.locator("[data-testid='stDataFrame']").nth(1)  # records editor, then the status table
+    table.scroll_into_view_if_needed()
+    table.locator("canvas").first.wait_for()
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 12, box["y"] + 35 + 17)  # the row marker of the first row: record 1
+    page.get_by_text("Selected row:").first.wait_for()
+    expect(page.get_by_text("Selected row:")).to_have_count(2)
+    underlined = page.locator(".segviz-text .seg[style*='border-bottom']")
+    assert underlined.count() >= 1
+    assert all(underlined.nth(i).get_attribute("data-record") == "1" for i in range(underlined.count()))
+
+
 def test_deep_link_to_plan_editor(page, server):
     records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
     query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "plan": "3,2,1"})

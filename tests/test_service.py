@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from segviz import service
+from segviz import names, service
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
 from segviz.records import Record, RecordError
@@ -89,7 +89,7 @@ def test_compare_fills_both_systems(e2e_models):
         assert len(view.report.per_record) == len(records)
     rows = service.status_rows(cmp)
     assert [r["record"] for r in rows[:5]] == [r.label for r in records]
-    assert set(rows[0]) >= {"Segment model (ours)", "Pointer-generator (PG)"}
+    assert set(rows[0]) >= {f"Segment model · {names.LEVEL_NAMES[cmp.constraints]}", "Pointer-generator · PG"}
     assert any("zébra" in w and "&" in w for w in cmp.warnings)  # unseen words are reported
 
 
@@ -98,7 +98,7 @@ def test_compare_without_pg(e2e_models):
     cmp = service.compare("e2e", EXAMPLES["e2e"]["Mill Street Diner (3 slots)"], seg, None, "none", 1)
     assert cmp.seg.result is not None
     assert cmp.pg.result is None and "No usable Pointer-generator (PG) checkpoint for e2e" in cmp.pg.error
-    assert list(service.status_rows(cmp)[0]) == ["#", "record", "Segment model (ours)"]
+    assert list(service.status_rows(cmp)[0]) == ["#", "record", "Segment model · ours"]
 
 
 def test_plan_forcing_and_sampling(e2e_models):
