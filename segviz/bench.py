@@ -24,7 +24,6 @@ model (record choice O(M) once per segment, attention O(N) within it) against ``
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import resource
@@ -50,6 +49,7 @@ from segviz.bench_harness import (  # re-exported: how the benchmarks time and w
     synthetic_batch,
     synthetic_records,
     synthetic_vocab,
+    write_json,
 )
 from segviz.data import BOS_ID, Vocab, collate, encode
 from segviz.model import ModelConfig, PGModel, SegmentModel, build_model
@@ -390,8 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_report(res))
     print(f"\n({res['seconds']:.0f} s)")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=1))
+        write_json(args.json, res)
     return 0
 
 

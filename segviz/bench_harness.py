@@ -6,6 +6,7 @@ of K records of N tokens, and real (or E2E-sized synthetic) training batches.
 from __future__ import annotations
 
 import itertools
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -17,6 +18,12 @@ from segviz.data import Vocab, batches, collate, encode
 from segviz.records import Record
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def write_json(path, obj) -> None:
+    """Write ``obj`` as indented JSON to ``path`` (its folder made if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=1))
 
 
 def median_time(fn: Callable[[], object], reps: int, warmup: int = 1) -> float:

@@ -131,6 +131,17 @@ def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str
     return [(records, text) for _, records, text in parse_output_lines(dataset, data)]
 
 
+def text_of(data: bytes, what: str = "a text file") -> str:
+    """An uploaded file as text: UTF-8 (a BOM allowed), not binary; else :class:`OutputFileError`."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise OutputFileError(f"the file is not UTF-8 text ({e.reason} at byte {e.start})") from e
+    if "\x00" in text:
+        raise OutputFileError(f"the file is binary, not {what}")
+    return text
+
+
 def parse_output_lines(dataset: str, data: bytes) -> list[tuple[int, list[Record], str]]:
     """Like :func:`parse_output_file`, with the line of the file each pair is on (1-based, the
     header and blank lines counted)."""
@@ -138,12 +149,7 @@ def parse_output_lines(dataset: str, data: bytes) -> list[tuple[int, list[Record
     if not ds.uploads:
         only = " and ".join(d.title for d in DATASETS.values() if d.uploads)
         raise OutputFileError(f"uploaded output files are supported for {only} only (MR<TAB>output lines)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise OutputFileError(f"the file is not UTF-8 text ({e.reason} at byte {e.start})") from e
-    if "\x00" in text:
-        raise OutputFileError("the file is binary, not a tab-separated text file")
+    text = text_of(data, "a tab-separated text file")
     pairs = []
     reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
     for n, cols in enumerate(reader, start=1):

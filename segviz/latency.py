@@ -22,7 +22,6 @@ written as JSON; the timing is wall clock as the user sees it, so a busy machine
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -34,6 +33,8 @@ import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
+
+from segviz.bench_harness import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -168,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     res = run(args.n, args.checkpoints, args.data_dir)
     print(format_report(res))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=1))
+        write_json(args.json, res)
     return 0
 
 

@@ -16,21 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from segviz.inspector import text_of
 from segviz.records import Record, RecordError, parse_webnlg_triples
 from segviz.service import MAX_RECORDS, OutputFileError, parse_output_lines
 
 TRIPLE_SEP = ";"  # between the triples of one line (spaces around it are ignored)
-
-
-def text_of(data: bytes) -> str:
-    """The upload as text: UTF-8 (a BOM allowed), not binary."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise OutputFileError(f"the file is not UTF-8 text ({e.reason} at byte {e.start})") from e
-    if "\x00" in text:
-        raise OutputFileError("the file is binary, not a text file")
-    return text
 
 
 def dev_entries(data_dir: str | Path) -> list[list[Record]]:
