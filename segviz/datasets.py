@@ -73,6 +73,10 @@ class Dataset:
     attributes: tuple[str, ...] | None = None  # known attributes (others warn); None: open-ended
     uploads: bool = False  # the app reads uploaded "MR<TAB>output" files of this dataset
     not_measured: frozenset[str] = field(default_factory=frozenset)  # checker counts that are always 0
+    parse_upload: Callable[[bytes, Sequence[list[Record]] | None], list] | None = None  # an uploaded output file
+    # and the dev inputs its bare lines pair with -> (line, records, output); None: "MR<TAB>output" lines
+    references: Callable[[Path], list[tuple[str, list[Record], list[str]]]] | None = None  # dev split file ->
+    # (key, records, raw reference texts) per distinct input, in file order (segviz.stress); None: from the loader
 
     def split_path(self, data_dir: Path, split: str) -> Path:
         return Path(data_dir) / self.files.format(split=split)
@@ -111,6 +115,24 @@ def _load_webnlg(path: Path) -> list:
     return load_webnlg(path)
 
 
+def _e2e_references(path: Path) -> list[tuple[str, list[Record], list[str]]]:
+    from segviz.evaluate import read_e2e_refs
+
+    return [(mr, parse_e2e_mr(mr), refs) for mr, refs in read_e2e_refs(path).items()]
+
+
+def _webnlg_references(path: Path) -> list[tuple[str, list[Record], list[str]]]:
+    from segviz.data_webnlg import read_webnlg
+
+    return [(f"{e.category}/{e.size}/{e.eid}", parse_webnlg_triples(e.triples), e.lexs) for e in read_webnlg(path)]
+
+
+def _webnlg_upload(data: bytes, entries: Sequence[list[Record]] | None) -> list:
+    from segviz.uploads import parse_webnlg_lines
+
+    return parse_webnlg_lines(data, entries)
+
+
 def _parse_triples(text: str) -> list[Record]:
     """One triple ``subject | predicate | object`` per line."""
     return parse_webnlg_triples([line for line in text.splitlines() if line.strip()])
@@ -123,7 +145,7 @@ register(Dataset(
     read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",), reads_folders=False,
     write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
     substitute=invented.substitute_e2e, names=invented.names_e2e,
-    empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES, uploads=True,
+    empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES, uploads=True, references=_e2e_references,
 ))  # fmt: skip
 register(Dataset(
     name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
@@ -136,4 +158,5 @@ register(Dataset(
     substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_",
     columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
     record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
+    references=_webnlg_references, parse_upload=_webnlg_upload,
 ))  # fmt: skip

@@ -38,7 +38,6 @@ import torch
 from segviz import checkpoint as ckpt
 from segviz import datasets, faithfulness, invented
 from segviz.data import default_data_dir
-from segviz.data_webnlg import read_webnlg
 from segviz.decode import (
     CONSTRAINTS,
     DEFAULT_VALUE_RULES,
@@ -47,9 +46,8 @@ from segviz.decode import (
     generate_seg,
     parse_value_rules,
 )
-from segviz.evaluate import read_e2e_refs
 from segviz.model import SegmentModel
-from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
+from segviz.records import Record, detokenize
 from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, HALVES, render, summarise
 from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
 from segviz.stress_tables import aggregate as aggregate
@@ -84,13 +82,14 @@ class DevItem:
 
 def dev_items(dataset: str, data_dir: Path) -> list[DevItem]:
     """Every distinct dev input of ``dataset`` in file order."""
-    if dataset == "e2e":
-        refs = read_e2e_refs(data_dir / "e2e" / "dev.csv")
-        return [DevItem(mr, parse_e2e_mr(mr), r) for mr, r in refs.items()]
-    entries = read_webnlg(data_dir / "webnlg" / "dev")
-    return [
-        DevItem(f"{e.category}/{e.size}/{e.eid}", parse_webnlg_triples(e.triples), e.lexs) for e in entries
-    ]
+    ds = datasets.get(dataset)
+    path = ds.split_path(data_dir, "dev")
+    if ds.references is not None:
+        return [DevItem(key, records, refs) for key, records, refs in ds.references(path)]
+    groups: dict[str, DevItem] = {}  # from the loader: one Example per reference, grouped by input
+    for ex in ds.loader(path):
+        groups.setdefault(ex.key, DevItem(ex.key, ex.records, [])).refs.append(detokenize(ex.target, ex.records))
+    return list(groups.values())
 
 
 @dataclass

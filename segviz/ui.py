@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from segviz import checkpoint as ckpt
-from segviz import decode, export, locate, names, service, uploads, viz
+from segviz import datasets, decode, export, locate, names, service, uploads, viz
 from segviz.data import DataError, default_data_dir, load_split, unique_inputs
 from segviz.examples import examples_for
 from segviz.records import Record, RecordError
@@ -425,7 +425,8 @@ MAX_UPLOAD_CASES = 1000  # an uploaded file's first lines that are aligned and c
 def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CASES) -> tuple[list[service.Case], int]:
     """An uploaded output file (:mod:`segviz.uploads`) as at most ``cap`` cases, with a progress bar, and how many
     it holds (raises OutputFileError, not cached)."""
-    located = uploads.parse_lines(dataset, data, _webnlg_dev(str(default_data_dir())) if dataset == "webnlg" else None)
+    paired = datasets.get(dataset).parse_upload is not None  # bare lines pair with the dev inputs
+    located = uploads.parse_lines(dataset, data, _webnlg_dev(str(default_data_dir()), dataset) if paired else None)
     pairs = [(records, text) for _, records, text in located[:cap]]
     bar, lines = st.progress(0.0, text="Aligning and checking…"), [n for n, _, _ in located[:cap]]
     cases = service.cases_from_outputs(dataset, pairs, _from_key(seg_key, dataset, "seg"), lines=lines,
@@ -435,9 +436,9 @@ def cases_from_file(dataset: str, data: bytes, seg_key, cap: int = MAX_UPLOAD_CA
 
 
 @st.cache_data(show_spinner="Reading the WebNLG dev set…", max_entries=2)
-def _webnlg_dev(data_dir: str) -> list[list[Record]] | None:
-    try:  # the WebNLG dev entries an uploaded output file is paired with, or None without the data
-        return uploads.dev_entries(data_dir)
+def _webnlg_dev(data_dir: str, dataset: str = "webnlg") -> list[list[Record]] | None:
+    try:  # the dev entries an uploaded output file is paired with, or None without the data
+        return uploads.dev_entries(data_dir, dataset)
     except (OSError, RecordError, ValueError) as e:
         log.info("no WebNLG dev set for uploads: %s", e)
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from segviz import datasets
 from segviz.inspector import text_of
 from segviz.records import Record, RecordError, parse_webnlg_triples
 from segviz.service import MAX_RECORDS, OutputFileError, parse_output_lines
@@ -23,11 +24,11 @@ from segviz.service import MAX_RECORDS, OutputFileError, parse_output_lines
 TRIPLE_SEP = ";"  # between the triples of one line (spaces around it are ignored)
 
 
-def dev_entries(data_dir: str | Path) -> list[list[Record]]:
-    """The records of every WebNLG dev entry, in the order ``generate`` reads them."""
-    from segviz.data_webnlg import read_webnlg
-
-    return [parse_webnlg_triples(e.triples) for e in read_webnlg(Path(data_dir) / "webnlg" / "dev")]
+def dev_entries(data_dir: str | Path, dataset: str = "webnlg") -> list[list[Record]]:
+    """The records of every dev input of ``dataset``, in the order ``generate`` reads them (what
+    the bare lines of an uploaded output file pair with)."""
+    ds = datasets.get(dataset)
+    return [records for _, records, _ in ds.references(ds.split_path(Path(data_dir), "dev"))]
 
 
 def _webnlg_line(n: int, line: str, entry: list[Record] | None) -> tuple[list[Record], str]:
@@ -82,7 +83,7 @@ def parse_webnlg_lines(data: bytes, entries: Sequence[list[Record]] | None = Non
 
 
 def parse_lines(dataset: str, data: bytes, entries: Sequence[list[Record]] | None = None) -> list[tuple[int, list[Record], str]]:
-    """An uploaded output file of ``dataset`` as ``(line, records, output)`` triples."""
-    if dataset == "webnlg":
-        return parse_webnlg_lines(data, entries)
-    return parse_output_lines(dataset, data)
+    """An uploaded output file of ``dataset`` as ``(line, records, output)`` triples (its
+    registry entry's ``parse_upload``, else ``MR<TAB>output`` lines)."""
+    parse = datasets.get(dataset).parse_upload
+    return parse(data, entries) if parse else parse_output_lines(dataset, data)

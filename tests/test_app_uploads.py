@@ -89,7 +89,7 @@ def test_inspector_names_the_bad_line_of_a_webnlg_file(env):
 def test_inspector_pairs_bare_outputs_with_the_webnlg_dev_set(env, monkeypatch):
     from segviz import ui
 
-    monkeypatch.setattr(uploads, "dev_entries", lambda data_dir: ENTRIES)
+    monkeypatch.setattr(uploads, "dev_entries", lambda data_dir, dataset="webnlg": ENTRIES)
     ui._webnlg_dev.clear()
     monkeypatch.setattr(ui, "MAX_UPLOAD_CASES", 1)
     at = _upload(b"Alan Bean was a test pilot.\nAarhus Airport serves Aarhus.\n")
