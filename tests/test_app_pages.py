@@ -104,6 +104,8 @@ def test_plan_editor_own_plan_nbest_diff_and_stale(env):
     rows = service.plan_rows(own, records)
     assert list(table["plan"]) == [r["plan"] for r in rows] and list(table["per token"]) == sorted(table["per token"], reverse=True)
     assert "the model's own (+RM)" in set(table["source"])
+    beam_rows = [src for src in table["source"] if src.startswith("beam n-best #")]  # the beam's other plans
+    assert len(beam_rows) == len(own.beam) - 1
     free = service.compare("e2e", records, seg, None, "none", 5).seg
     assert own.appended == [k for k in own.plan if k not in service.plan_of(free.result)]
     added = [c.value for c in at.caption if c.value.startswith("Added by +RM")]
