@@ -215,3 +215,27 @@ def test_webnlg_unseen_subject_is_said_from_its_first_word():
     without = decode.generate_seg(ck.model, ck.vocab, records, "rm", 5, rules=ck.rules("none")).text
     assert with_rule.startswith("Castle Bridge ") and "The Copper Kettle" in with_rule
     assert "Castle Bridge" not in without
+
+
+def test_an_unseen_subject_is_said_by_the_end_of_its_records_segment():
+    """WebNLG: "The Mosswood Brasserie is operated by Mosswood Brasserie" said the object twice and
+    never the invented subject The_Lark_and_Lemon; with the names rule a record's segment ends
+    only once its unseen subject is in the text."""
+    from segviz.decode.rules import _subject_phrases
+    from segviz.decode.search import _has
+    from segviz.records import parse_webnlg_triples
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    ck = checkpoint.load(path)
+    records = parse_webnlg_triples(["The_Lark_and_Lemon | operatingOrganisation | Mosswood_Brasserie"])
+    words = ("lark", "and", "lemon")  # "the" begins too much: the name starts at its first content word
+    oov = [w for w in words if w not in ck.vocab.stoi]
+    subjects = _subject_phrases(ck.vocab, oov, records, ck.rules("auto"))
+    ids = tuple(ck.vocab.stoi[w] if w in ck.vocab.stoi else len(ck.vocab) + oov.index(w) for w in words)
+    assert subjects == {1: ids}
+    assert _has([7, 8, 9, 10], (8, 9)) and not _has([7, 8, 10, 9], (8, 9)) and _has([1], None)
+    assert _subject_phrases(ck.vocab, [], parse_webnlg_triples(["Aarhus_Airport | cityServed | Aarhus"]), ck.rules("auto")) == {}
+    text = decode.generate_seg(ck.model, ck.vocab, records, "rm", 5, rules=ck.rules("auto")).text
+    assert "The Lark and Lemon" in text and "Mosswood Brasserie" in text

@@ -251,6 +251,21 @@ def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple]) -> list[int]:
     return sorted(t for t in inner if not is_function_word(word(t)))
 
 
+def _subject_phrases(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, seen_too: bool = False
+) -> dict[int, tuple]:
+    """Record id (1..K) -> extended ids of its unseen proper-name subject (WebNLG; ``rules.names``,
+    as in :func:`_phrases`): the text must say it, in this record's segment if not before."""
+    subjects = [Record(r.attribute, r.subject, None) if r.subject else None for r in records]
+    out = {}
+    for k, r in enumerate(subjects, 1):
+        if r is not None:
+            ps = _phrases(vocab, oov, [r], rules, values_only=True, seen_too=seen_too).get(1)
+            if ps:
+                out[k] = ps[0]
+    return out
+
+
 def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
     """Tokens still owed after emitting ``v``: the rest of the name being copied, or of a name
     that ``v`` begins."""

@@ -33,6 +33,7 @@ from segviz.decode.rules import (
     _own_mask,
     _phrases,
     _said_ids,
+    _subject_phrases,
     _value_ids,
     repeated_ngram_ends,
 )
@@ -40,6 +41,20 @@ from segviz.model import SegEncoding, SegmentModel
 from segviz.records import Record
 
 Cand = tuple[float, int, str, int]  # (score, hypothesis index, "w" word / "r" record, id)
+
+
+def _has(tokens: list[int], phrase: tuple | None) -> bool:
+    """Whether ``tokens`` contain ``phrase`` (True when there is none)."""
+    if not phrase:
+        return True
+    n = len(phrase)
+    return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
+
+
+def _owed_len(x, h) -> int:
+    """Tokens a segment may run past ``L`` while a name is owed: its value's and its subject's."""
+    value = max(map(len, x.must[h.k])) if x.must.get(h.k) and not h.named else 0
+    return value + (0 if h.subject_said else len(x.subjects.get(h.k, ())))
 
 
 def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
@@ -67,6 +82,7 @@ class _SegHyp:
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
     owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
     named: bool = False  # the current segment has said its record's proper name whole
+    subject_said: bool = True  # the current record's unseen subject is in the text (WebNLG)
     filler: bool = False  # a realised record's segment again: function words and punctuation only
 
 
@@ -92,6 +108,7 @@ class _Input:
     phrases: dict  # k -> proper names that, once begun, are copied whole
     inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
     must: dict  # k -> proper names record k's segment must say before it ends
+    subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
@@ -195,6 +212,7 @@ class SegmentDecoder:
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
+            subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             func=_function_mask(vocab, oov) if content_rule else None,
             values=_value_ids(vocab, oov, records) if mentions else {},
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
@@ -259,10 +277,10 @@ class SegmentDecoder:
         """Where the segment may end (``$``) and the text may end (``<eos>``): segments are
         non-empty and cut at ``L`` tokens; ``<eos>`` waits for the constraint level or plan; a
         proper name owed and (content rule) a segment that has said nothing yet keep it open."""
-        name_owed = bool(x.must.get(h.k)) and not h.named and not h.filler
+        name_owed = (bool(x.must.get(h.k)) and not h.named or not h.subject_said) and not h.filler
         if h.seg_len == 0:  # segments are non-empty
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
-        elif h.seg_len >= x.L + (max(map(len, x.must[h.k])) if name_owed else 0):  # cut
+        elif h.seg_len >= x.L + (_owed_len(x, h) if name_owed else 0):  # cut
             keep = row[[EOSEG_ID, EOS_ID]].clone()
             row.fill_(-math.inf)
             row[[EOSEG_ID, EOS_ID]] = keep
@@ -379,7 +397,7 @@ class SegmentDecoder:
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
             plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
-            named=False, filler=filler,
+            named=False, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j)),
         )  # fmt: skip
 
     @staticmethod
@@ -397,6 +415,7 @@ class SegmentDecoder:
             content=h.content or (x.func is not None and not bool(x.func[v])),
             mentioned=h.mentioned | _mentioned_now(x.values, tokens) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
+            subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k)),
         )  # fmt: skip
 
     def _step_decoder(self, x: _Input, advance: list[tuple[_SegHyp, int]]) -> None:
