@@ -204,6 +204,7 @@ class SegmentDecoder:
             content_rule = level.counts_realised or planned
         if mentions is None:
             mentions = level.counts_realised and not planned
+        func = _function_mask(vocab, oov)  # (n_ext,): the content rule and filler segments read it
         return _Input(
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
@@ -213,10 +214,10 @@ class SegmentDecoder:
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
-            func=_function_mask(vocab, oov) if content_rule else None,
+            func=func if content_rule else None,
             values=_value_ids(vocab, oov, records) if mentions else {},
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
-            fillers=bool(rules and rules.fillers), func_all=_function_mask(vocab, oov),
+            fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
         )  # fmt: skip
 
