@@ -27,16 +27,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pycocoevalcap.rouge.rouge as _coco_rouge
+import importlib.util
+
 import sacrebleu
-from pycocoevalcap.cider.cider import Cider
-from pycocoevalcap.rouge.rouge import Rouge
 
 __all__ = ["corpus_scores", "bleu", "ptb_tokenize", "distinct_ngrams", "java_available"]
 
 log = logging.getLogger(__name__)
 
-_COCO_DIR = Path(_coco_rouge.__file__).resolve().parents[1]  # the pycocoevalcap package folder
+# the pycocoevalcap package folder, found without importing it (training imports this module
+# through segviz.datasets and needs none of the scorers)
+_COCO_SPEC = importlib.util.find_spec("pycocoevalcap")
+_COCO_DIR = Path(list(_COCO_SPEC.submodule_search_locations)[0] if _COCO_SPEC else ".").resolve()
 _PTB_JAR = _COCO_DIR / "tokenizer" / "stanford-corenlp-3.4.1.jar"
 _METEOR_JAR = _COCO_DIR / "meteor" / "meteor-1.5.jar"
 # Tokens the coco-caption PTBTokenizer wrapper drops after tokenising (its PUNCTUATIONS list).
@@ -189,6 +191,9 @@ def corpus_scores(hyps: list[str], refs: list[list[str]], meteor: bool = True) -
         pos += len(rs)
     gts = {i: rs for i, rs in enumerate(refs_tok)}
     res = {i: [h] for i, h in enumerate(hyps_tok)}
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+
     rouge_l, _ = Rouge().compute_score(gts, res)
     cider, _ = Cider().compute_score(gts, res)
     return {

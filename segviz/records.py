@@ -8,6 +8,7 @@ object. Everything is lower-cased with punctuation split off.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -229,3 +230,12 @@ def is_function_word(word: str) -> bool:
     """True for punctuation, specials and :data:`FUNCTION_WORDS` (case-insensitive)."""
     w = word.lower()
     return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))
+
+
+HALVES = ("tune", "report")  # dev split: choices are made on "tune", figures reported on both
+
+
+def half_of(records: list[Record]) -> str:
+    """``tune`` or ``report``: a stable hash of the input's records (order-free)."""
+    key = "\n".join(sorted(r.label for r in records))
+    return HALVES[hashlib.sha1(key.encode("utf-8")).digest()[0] % 2]

@@ -23,7 +23,6 @@ Every figure is given for the two halves of dev split by a stable hash of the in
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import random
@@ -47,8 +46,8 @@ from segviz.decode import (
     parse_value_rules,
 )
 from segviz.model import SegmentModel
-from segviz.records import Record, detokenize
-from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, HALVES, render, summarise
+from segviz.records import HALVES, Record, detokenize, half_of
+from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, render, summarise
 from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
 from segviz.stress_tables import aggregate as aggregate
 from segviz.stress_tables import forced_table as forced_table
@@ -59,12 +58,6 @@ log = logging.getLogger(__name__)
 
 SUITES = ("forced", "unseen", "long")
 N_RANDOM_PLANS = 3
-
-
-def half_of(records: list[Record]) -> str:
-    """``tune`` or ``report``: a stable hash of the input's records (order-free)."""
-    key = "\n".join(sorted(r.label for r in records))
-    return HALVES[hashlib.sha1(key.encode("utf-8")).digest()[0] % 2]
 
 
 @dataclass

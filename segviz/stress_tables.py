@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from segviz.decode import CONSTRAINT_LABELS
 from segviz.metrics import bleu
+from segviz.records import HALVES
 
 if TYPE_CHECKING:
     from segviz.stress import DevItem
 
-HALVES = ("tune", "report")
 FORCED_MIN_K = 4
 LABELS = {
     **CONSTRAINT_LABELS,

@@ -42,6 +42,7 @@ from segviz import checkpoint as ckpt
 from segviz.data import DATASETS, DataError, Vocab, batches, encode, load_split
 from segviz.device import DEVICES, DeviceError, resolve_device
 from segviz.model import MODEL_KINDS, ModelConfig, build_model
+from segviz.records import HALVES, half_of
 from segviz.train_console import Console, command_line
 from segviz.trainer import Parallel, Trainer, evaluate_loss, init_parallel, set_threads, train_step
 
@@ -74,6 +75,7 @@ class TrainConfig:
     val_subset: int = 500  # dev examples used by the in-epoch validation
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
     substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
+    val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
@@ -109,7 +111,12 @@ def clean_examples(dataset: str, examples: list) -> list:
 def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, vocab: Vocab | None = None):
     """Load the splits, build (or reuse) the vocabulary and encode every example."""
     train = load_split(tcfg.dataset, "train", data_dir)[: tcfg.max_examples or None]
-    dev = load_split(tcfg.dataset, "dev", data_dir)[: tcfg.max_val_examples or None]
+    dev = load_split(tcfg.dataset, "dev", data_dir)
+    if tcfg.val_half not in ("all", *HALVES):
+        raise DataError(f"--val-half must be all, {' or '.join(HALVES)}, not {tcfg.val_half!r}")
+    if tcfg.val_half != "all":  # choices on the tune half only (the report half stays unseen)
+        dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
+    dev = dev[: tcfg.max_val_examples or None]
     if tcfg.clean:
         train, dev = clean_examples(tcfg.dataset, train), clean_examples(tcfg.dataset, dev)
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
@@ -317,6 +324,7 @@ def fit(
     amp: bool = False,
     on_step: Callable[[Step], None] | None = None,
     command: str | None = None,
+    time_limit: float | None = None,
 ) -> list[dict]:
     """Train until early stopping or ``tcfg.epochs``; returns the history. Prints nothing:
     ``on_step(Step)`` after every update and ``on_epoch(entry, is_new_best)`` after every epoch
@@ -328,19 +336,33 @@ def fit(
     dynamic program stays in float32). Under ``torchrun`` this is one process of a
     data-parallel run (see the module docstring). ``command`` (the command line) is recorded in
     history.json on the first epoch this call trains, with the start time and its epoch range.
+    ``time_limit`` (seconds) ends the run before an epoch that, as long as the last one, would
+    end past it (``--time-limit``: a fixed budget, e.g. a lent GPU, with every epoch saved whole).
     """
     run = setup(tcfg, mcfg_overrides, out, data_dir, resume, resume_lr, device, amp)
     if command is not None:
         run.command = {"line": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "epochs": []}
-    while run.going:
-        epoch = run.state["epoch"] + 1
+    t0, last = time.perf_counter(), 0.0
+    while run.going and not _out_of_time(t0, last, time_limit):
+        epoch, t1 = run.state["epoch"] + 1, time.perf_counter()
         train = train_epoch(run, epoch, on_step)
         entry, improved = record_epoch(run, epoch, train, validate(run))
         if on_epoch and run.trainer.par.main:
             on_epoch(entry, improved)
+        last = time.perf_counter() - t1
     if run.trainer.par.world > 1:
         torch.distributed.barrier()  # rank 0 has written the last checkpoint
     return run.state["history"]
+
+
+def _out_of_time(t0: float, last_epoch: float, limit: float | None) -> bool:
+    """Whether another epoch as long as the last one would end more than ``limit`` s after ``t0``."""
+    if limit is None or last_epoch == 0.0:
+        return False
+    over = time.perf_counter() - t0 + last_epoch > limit
+    if over:
+        log.info("--time-limit: stopping before another %.0f s epoch", last_epoch)
+    return over
 
 
 def time_steps(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, steps: int, device: str | torch.device = "cpu",
@@ -379,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init", type=Path, default=None, help="fine-tune: start --out as a copy of this checkpoint, then as --resume")
     p.add_argument("--time-steps", type=int, default=0, help="only time N training steps and print examples/s")
     p.add_argument("--device", choices=DEVICES, default="auto", help="auto: CUDA when present, else the CPU")
+    p.add_argument("--time-limit", type=float, default=None, metavar="MIN",
+                   help="stop before an epoch that would end more than MIN minutes after the start")
     p.add_argument("--amp", action="store_true", help="mixed precision for the networks on CUDA (the dynamic program stays float32)")
     add_config_args(p, TrainConfig, skip=("dataset", "model"))
     add_config_args(p, ModelConfig, skip=("kind", "vocab_size"))
@@ -398,10 +422,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.init and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
             init_from(args.init, args.out)
         resume = args.resume or args.init is not None
-        con = Console(tcfg.model)
+        stored = args.out / "config.json"  # on --resume the stored run decides the model kind
+        con = Console(ckpt._read_json(stored, "config")["model"]["kind"] if resume and stored.exists() else tcfg.model)
         fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,
             device=args.device, amp=args.amp, on_step=con.on_step, on_epoch=con.on_epoch,
-            command=command_line(sys.argv[1:] if argv is None else argv))
+            command=command_line(sys.argv[1:] if argv is None else argv),
+            time_limit=args.time_limit * 60 if args.time_limit else None)
     except (DataError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

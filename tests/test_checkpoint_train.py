@@ -164,3 +164,47 @@ def test_main_prints_fit_does_not_and_history_records_each_command(tmp_path, cap
     fit(TrainConfig(dataset="e2e", model="pg", epochs=1, max_examples=16, max_val_examples=8, threads=1), {"hidden": 8, "emb_dim": 8},
         tmp_path / "quiet")
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_val_half_keeps_only_that_half_of_dev_and_bad_values_are_refused():
+    from segviz.records import half_of
+    from segviz.train import prepare
+
+    tcfg = TrainConfig(dataset="e2e", max_examples=16, val_half="tune")
+    _, _, _, dev = prepare(tcfg, {}, None)
+    full = load_split("e2e", "dev", None)
+    assert len(dev) == sum(half_of(e.records) == "tune" for e in full) and 0 < len(dev) < len(full)
+    with pytest.raises(DataError, match="--val-half"):
+        prepare(TrainConfig(dataset="e2e", max_examples=16, val_half="test"), {}, None)
+
+
+def test_time_limit_stops_before_an_epoch_that_would_overrun(monkeypatch):
+    from segviz import train
+
+    clock = iter([100.0, 130.0])
+    monkeypatch.setattr(train.time, "perf_counter", lambda: next(clock))
+    assert train._out_of_time(0.0, 0.0, 60.0) is False  # no epoch yet: always go
+    assert train._out_of_time(70.0, 20.0, 60.0) is False  # 30 s in + 20 s epoch < 60 s
+    assert train._out_of_time(70.0, 20.0, 60.0) is True  # 60 s in + 20 s epoch > 60 s
+    assert train._out_of_time(70.0, 20.0, None) is False
+
+
+def test_pack_round_trip_halves_the_weights_and_refuses_foreign_tars(tmp_path, vocab):
+    import tarfile
+
+    from segviz.pack import main as pack_main
+
+    model = make_model("seg", vocab)
+    ckpt.save(tmp_path / "c", model, vocab, "e2e", {"lr": 0.1}, [{"epoch": 1, "val_nll": 2.0}])
+    assert pack_main([str(tmp_path / "c"), str(tmp_path / "c.tar")]) == 0
+    assert pack_main(["--unpack", str(tmp_path / "c.tar"), str(tmp_path / "d")]) == 0
+    a, b = ckpt.load(tmp_path / "c"), ckpt.load(tmp_path / "d")
+    for (k, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+        assert y.dtype == x.dtype and torch.allclose(x, y, rtol=1e-3, atol=1e-4), k
+    assert b.history == a.history and b.vocab.to_json() == a.vocab.to_json()
+    assert pack_main(["--unpack", str(tmp_path / "c.tar"), str(tmp_path / "d")]) == 2  # never over a folder
+    with tarfile.open(tmp_path / "x.tar", "w") as t:
+        t.add(tmp_path / "c" / "config.json", arcname="../config.json")
+    assert pack_main(["--unpack", str(tmp_path / "x.tar"), str(tmp_path / "e")]) == 2
+    assert not (tmp_path / "e").exists() and not (tmp_path / "config.json").exists()
