@@ -59,6 +59,23 @@ def _replay(out: str = "OUT") -> dict[str, dict]:
     return runs
 
 
+def _with_decays(recipe_lr: list[float], history: list[dict], decay: float = 0.1) -> list[float]:
+    """The recipe's learning rate per epoch with the trainer's own decays (paper §5: x0.1 after an
+    epoch whose validation loss is no new best) where history.json shows them: an epoch's rate
+    may be the recipe's times a power of ``decay`` only after such an epoch, and never rises
+    within a stretch the recipe gives no new rate."""
+    out, factor, best, before_last = [], 1.0, float("inf"), float("inf")  # before_last: best before epoch i-1
+    for i, (lr, e) in enumerate(zip(recipe_lr, history, strict=True)):
+        if i and lr != recipe_lr[i - 1]:
+            factor, best = 1.0, float("inf")  # a new --lr: the recipe's rate again
+        elif i and e["lr"] < out[-1] * (1 - 1e-9):  # the trainer decayed: only after no new best
+            assert history[i - 1]["val_nll"] >= before_last, f"epoch {i + 1}: lr decayed after a new best"
+            factor *= decay
+        out.append(lr * factor)
+        before_last, best = best, min(best, e["val_nll"])
+    return out
+
+
 def test_every_shipped_checkpoint_has_a_recipe() -> None:
     assert set(SHIPPED) <= set(_replay())  # plus intermediate copies such as e2e-pg-epoch4
 
@@ -69,7 +86,7 @@ def test_recipe_gives_the_shipped_history_and_settings(name: str) -> None:
     history = json.loads((ROOT / "checkpoints" / name / "history.json").read_text(encoding="utf-8"))
     config = json.loads((ROOT / "checkpoints" / name / "config.json").read_text(encoding="utf-8"))
     assert len(run["lr"]) == len(history), f"{name}: the recipe trains {len(run['lr'])} epochs, history.json has {len(history)}"
-    assert run["lr"] == pytest.approx([e["lr"] for e in history], rel=1e-9)
+    assert [e["lr"] for e in history] == pytest.approx(_with_decays(run["lr"], history), rel=1e-9)
     assert run["clean"] == config["train"].get("clean", False)
     model = config["model"]
     if model["kind"] == "seg":  # the loss settings the recipe gives are the stored ones
@@ -79,17 +96,21 @@ def test_recipe_gives_the_shipped_history_and_settings(name: str) -> None:
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_history_records_the_recipe_commands(name: str) -> None:
-    """history.json names the command of every stretch of epochs: the shipped checkpoints were
-    annotated afterwards with the script's replay commands (default OUT), which say so."""
+    """history.json names the command of every stretch of epochs: the CPU-trained checkpoints were
+    annotated afterwards with the script's replay commands (default OUT), which say so; the
+    GPU-trained ones keep the command lines as run, each with its replay step beside it."""
     history = ckpt.load(ROOT / "checkpoints" / name).history  # the extra key loads like any other
     recorded = ckpt.commands(history)
-    assert [(c["line"], c["epochs"]) for c in recorded] == _replay(REPLAY_OUT)[name]["commands"]
+    assert [(c.get("replay", c["line"]), c["epochs"]) for c in recorded] == _replay(REPLAY_OUT)[name]["commands"]
     ranges = [c["epochs"] for c in recorded]
     assert ranges[0][0] == 1 and ranges[-1][1] == len(history)  # the stretches cover every epoch once
     assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     for c in recorded:
         assert history[c["epochs"][0] - 1]["command"] is c  # on the stretch's first epoch
-        assert c["started"] is None and "scripts/train_all.sh" in c["source"]
+        if "replay" in c:  # recorded as run (the lent GPU's runs): its own line, time and the replay step
+            assert c["started"] and c["line"].startswith("python -m segviz.train --out ") and "scripts/train_all.sh" in c["source"]
+        else:  # annotated afterwards from the script
+            assert c["started"] is None and "scripts/train_all.sh" in c["source"]
 
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:

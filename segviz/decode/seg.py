@@ -25,21 +25,30 @@ def _check_plan(plan: list[int] | None, K: int) -> None:
         raise ValueError(f"plan must list distinct record ids in 1..{K}, got {plan}")
 
 
+WIDER = (1, 4, 16)  # beam widths tried, as multiples of the asked beam, before a rule is dropped
+
+
 def _search_with_fallback(dec: SegmentDecoder, records, constraints, beam, plan, rules, content_rule, mentions, n,
                           **common) -> tuple[list[_SegHyp], list[str], torch.Tensor, bool]:  # fmt: skip
-    """What the constraints ask, then with a 4x wider beam, then without constraints (the
-    result says so: the last value is ``fallback_used``), then without the value rules too."""
-    tries = [(constraints, beam, plan, rules, content_rule, mentions), (constraints, 4 * beam, plan, rules, content_rule, mentions),
-             ("none", beam, None, rules, None, None), ("none", beam, None, None, None, None)]  # fmt: skip
-    for i, (level, width, p, r, content, ment) in enumerate(tries):
-        if i == 3 and rules is None:
-            break
+    """What the constraints ask, with the beam widened (``WIDER``) while no hypothesis can end
+    (the value rules can leave a narrow beam with no way to end); then without constraints (the
+    result says so: the last value is ``fallback_used``), widened again; then without the value
+    rules too."""
+    tries = [(constraints, w * beam, plan, rules, content_rule, mentions) for w in WIDER]
+    tries += [("none", w * beam, None, rules, None, None) for w in WIDER if rules is not None or w == 1]
+    tries.append(("none", beam, None, None, None, None))
+    seen = []
+    for level, width, p, r, content, ment in tries:
+        key = (constraint(level).name, width, p, r is None, content, ment)
+        if key in seen:  # constraints "none": the unconstrained tries are the first ones again
+            continue
+        seen.append(key)
         ranked, oov, src_rec = dec.search_n(
             records, level, width, p, rules=r, content_rule=content, mentions=ment, n=n, **common
         )
         if ranked:
-            return ranked, oov, src_rec, i >= 2
-        if i == 1:
+            return ranked, oov, src_rec, constraint(level).name != constraint(constraints).name or p != plan or r is not rules
+        if width == WIDER[-1] * beam and level is constraints:
             log.warning(
                 "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
                 constraints,
