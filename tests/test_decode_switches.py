@@ -244,3 +244,20 @@ def test_an_unseen_subject_is_said_by_the_end_of_its_records_segment():
     assert _subject_phrases(ck.vocab, [], parse_webnlg_triples(["Aarhus_Airport | cityServed | Aarhus"]), ck.rules("auto")) == {}
     text = decode.generate_seg(ck.model, ck.vocab, records, "rm", 5, rules=ck.rules("auto")).text
     assert "The Lark and Lemon" in text and "Mosswood Brasserie" in text
+
+
+def test_a_record_with_an_unseen_subject_is_mentioned_only_with_its_subject():
+    """WebNLG +RM took "... is home to Ladywell Fields" for Halberd_Court | location |
+    Ladywell_Fields and never said Halberd Court: under the names rule a verbatim object counts as
+    a mention only once the record's unseen subject is in the text too (before or after it)."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _mentioned_with_subjects
+
+    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, subjects={1: (7, 8)})
+    assert _mentioned_with_subjects(x, [3, 5, 6]) == frozenset()  # object alone
+    assert _mentioned_with_subjects(x, [7, 8, 4, 5, 6]) == {1}  # subject, then object
+    assert _mentioned_with_subjects(x, [5, 6, 4, 7, 8]) == {1}  # object, then subject
+    assert _mentioned_with_subjects(x, [7, 8, 9]) == {2}  # no subject owed: as before
+    plain = SimpleNamespace(values={1: [5, 6]}, subjects={})  # names rule off: the paper's mentions
+    assert _mentioned_with_subjects(plain, [5, 6]) == {1}

@@ -57,6 +57,18 @@ def _owed_len(x, h) -> int:
     return value + (0 if h.subject_said else len(x.subjects.get(h.k, ())))
 
 
+def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
+    """Records said verbatim by ``tokens`` (``_mentioned_now``), where a record with an unseen
+    subject (names rule, WebNLG) counts only once its subject is in the text too: the object
+    alone ("... home to Ladywell Fields") does not state the triple (Halberd_Court | location |
+    Ladywell_Fields). Such a record also counts when its subject comes after its value."""
+    now = _mentioned_now(x.values, tokens)
+    if not x.subjects:
+        return now
+    late = {k for k, ids in x.values.items() if k in x.subjects and _has(tokens, tuple(ids))}
+    return frozenset(k for k in now | late if _has(tokens, x.subjects.get(k)))
+
+
 def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
     """Records that word ``v`` states by a paraphrase (``ValueRules.paraphrases``)."""
     return frozenset(k for k, ids in said.items() if v in ids)
@@ -414,7 +426,7 @@ class SegmentDecoder:
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
             content=h.content or (x.func is not None and not bool(x.func[v])),
-            mentioned=h.mentioned | _mentioned_now(x.values, tokens) | _said_now(x.said, v),
+            mentioned=h.mentioned | _mentioned_with_subjects(x, tokens) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k)),
         )  # fmt: skip
