@@ -343,7 +343,7 @@ def fit(
     if command is not None:
         run.command = {"line": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "epochs": []}
     t0, last = time.perf_counter(), 0.0
-    while run.going and not _out_of_time(t0, last, time_limit):
+    while run.going and not _out_of_time(t0, last, time_limit, run.trainer):
         epoch, t1 = run.state["epoch"] + 1, time.perf_counter()
         train = train_epoch(run, epoch, on_step)
         entry, improved = record_epoch(run, epoch, train, validate(run))
@@ -355,11 +355,14 @@ def fit(
     return run.state["history"]
 
 
-def _out_of_time(t0: float, last_epoch: float, limit: float | None) -> bool:
-    """Whether another epoch as long as the last one would end more than ``limit`` s after ``t0``."""
+def _out_of_time(t0: float, last_epoch: float, limit: float | None, trainer: Trainer | None = None) -> bool:
+    """Whether another epoch as long as the last one would end more than ``limit`` s after ``t0``
+    (with several processes: whether it would for any of them, so that all stop together)."""
     if limit is None or last_epoch == 0.0:
         return False
     over = time.perf_counter() - t0 + last_epoch > limit
+    if trainer is not None and trainer.par.world > 1:
+        over = bool(trainer.par.all_reduce(torch.tensor([float(over)], device=trainer.device)).item() > 0)
     if over:
         log.info("--time-limit: stopping before another %.0f s epoch", last_epoch)
     return over
