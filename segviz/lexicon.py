@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         "--min-rate", type=float, default=MIN_RATE, help="min share of references with the feature that say the word"
     )
     p.add_argument(
+        "--clean", action="store_true",
+        help="learn from the references the automatic checker finds exact only (as train --clean)",
+    )
+    p.add_argument(
         "--value-rules",
         default=None,
         help="decoding value rules to use by default with this checkpoint "
@@ -150,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         config = json.loads((args.checkpoint / "config.json").read_text(encoding="utf-8"))
         dataset = config["dataset"]
         examples = load_split(dataset, "train", args.data_dir or default_data_dir())
+        if args.clean:  # a reference that says a venue is in the centre when it is by the river teaches nothing
+            from segviz.train import clean_examples
+
+            examples = clean_examples(dataset, examples)
     except (OSError, ValueError, KeyError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -159,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         "threshold": args.threshold,
         "min_rate": args.min_rate,
         "train_references": len(examples),
+        **({"clean": True} if args.clean else {}),
         **({"value_rules": args.value_rules} if args.value_rules else {}),
         "names": known_names(examples),
         "words": {w: sorted(fs) for w, fs in words.items()},

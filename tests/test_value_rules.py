@@ -131,3 +131,26 @@ def test_a_checkpoint_carries_its_chosen_rules(tmp_path):
     assert lexicon.default_rules(tmp_path) is None
     (tmp_path / lexicon.FILE).write_text('{"value_rules": "names", "words": {}}', encoding="utf-8")
     assert lexicon.default_rules(tmp_path) == "names"
+
+
+def test_lexicon_clean_learns_from_exact_references_only(tmp_path):
+    """``lexicon --clean`` drops references the checker finds wrong (a riverside venue said to be
+    in the city centre), as ``train --clean`` does, and says so in lexicon.json."""
+    import csv
+    import json
+
+    data = tmp_path / "data" / "e2e"
+    data.mkdir(parents=True)
+    rows = [("name[Aromi], area[riverside]", "Aromi is in the riverside area."),
+            ("name[Aromi], area[riverside]", "Aromi is in the city centre."),  # wrong area
+            ("name[Cotto], area[city centre]", "Cotto is in the city centre.")]  # fmt: skip
+    with open(data / "train.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("mr", "ref"), *rows])
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "config.json").write_text(json.dumps({"dataset": "e2e"}), encoding="utf-8")
+    assert lexicon.main(["--checkpoint", str(ck), "--data-dir", str(tmp_path / "data")]) == 0
+    assert json.loads((ck / lexicon.FILE).read_text(encoding="utf-8"))["train_references"] == 3
+    assert lexicon.main(["--checkpoint", str(ck), "--data-dir", str(tmp_path / "data"), "--clean"]) == 0
+    stored = json.loads((ck / lexicon.FILE).read_text(encoding="utf-8"))
+    assert stored["train_references"] == 2 and stored["clean"] is True
