@@ -54,6 +54,7 @@ class Checkpoint:
     lexicon: dict = field(default_factory=dict)  # value lexicon (lexicon.json): word -> features
     default_rules: str | None = None  # value rules chosen for this checkpoint (lexicon.json), if any
     known_names: frozenset = frozenset()  # proper names of the training inputs (lexicon.json "names")
+    segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (lexicon.json "segments")
 
     def rules(self, name: str | None = None):
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
@@ -62,7 +63,9 @@ class Checkpoint:
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
-        return dataclasses.replace(rules, dataset=self.dataset, known=self.known_names) if rules is not None else None
+        if rules is None:
+            return None
+        return dataclasses.replace(rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words)
 
     @property
     def model_config(self) -> ModelConfig:

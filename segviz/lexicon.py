@@ -4,7 +4,10 @@ Every record holds *features*: its attribute (``attr:familyFriendly``), its valu
 (``value:familyFriendly=no``) and the content words of its value and subject (``tok:eagle``). A
 word ``w`` belongs to feature ``f`` when the references say it with ``f`` and almost never
 without it: ``P(w in ref | f not in input) < THRESHOLD`` and ``P(w in ref | f in input) >=
-MIN_RATE`` (for ``tok:`` features only the token itself). So "family" and "friendly" belong to
+MIN_RATE`` (for ``tok:`` features only the token itself), or, with ``--min-lift L``, a rarer word
+said with ``f`` in at least ``MIN_SUPPORT`` references and ``L`` times more often with ``f`` than
+without it ("end" of "high-end", said in 0.6% of references with a price range and in none
+without). So "family" and "friendly" belong to
 ``attr:familyFriendly``, "non" to ``value:familyFriendly=no``, "eagle" to ``tok:eagle``;
 "restaurant", which references say of any venue, belongs to nothing.
 
@@ -16,6 +19,13 @@ Two decoding rules read it (docs/design.md §6; named switches of
 - ``own``: inside the segment of record ``k`` no word of another record's features that ``k``
   does not hold too, and inside a null segment no lexicon word of any record: each segment says
   only its own record, which is what a forced plan relies on.
+
+With ``--segments`` (segment-model checkpoints) it also learns which words the segments of an
+attribute say of which of its values, from the model's own Viterbi segmentation of the training
+references (:func:`segment_words`): "low" in a ``customer rating`` segment says ``low`` or ``1 out
+of 5``, never ``5 out of 5``. The ``values`` rule reads it: inside record ``k``'s segment no word
+that its attribute's segments say only of other values ("a low-rated" for ``customer
+rating[5 out of 5]``).
 
 ``python -m segviz.lexicon --checkpoint DIR`` writes ``DIR/lexicon.json`` from the training
 split of the checkpoint's dataset, so that decoding needs no data at run time.
@@ -40,8 +50,11 @@ FILE = "lexicon.json"
 THRESHOLD = 0.01  # max share of references that say the word although their input lacks the feature
 MIN_RATE = 0.05  # min share of references that say it when their input holds the feature
 MIN_SUPPORT = 20  # features held by fewer training inputs are not learnt (tok: features excepted)
+NULL = ("", "")  # the null record's key in segment counts; "" in SegmentWords: the words null segments never say
+SEGMENT_LIFT = 10  # a segment word is said this many times more often of its values than of any other
 
 Lexicon = dict[str, frozenset[str]]  # word -> features it states
+SegmentWords = dict[str, dict[str, frozenset[str]]]  # attribute -> word -> the values its segments say it of
 
 
 def _is_content(word: str) -> bool:
@@ -64,8 +77,28 @@ def features(record: Record) -> set[str]:
     }
 
 
-def build(examples: list[Example], threshold: float = THRESHOLD, min_rate: float = MIN_RATE) -> Lexicon:
-    """Word -> features for ``examples`` (one per reference; see the module docstring)."""
+def _belongs(with_f: int, without_f: int, n_f: int, n: int, rates: tuple[float, float, float | None]) -> bool:
+    """Whether a word said in ``with_f`` of the ``n_f`` references holding a feature and in
+    ``without_f`` of the ``n - n_f`` others belongs to it; ``rates`` = (threshold, min_rate,
+    min_lift) of :func:`build`. The lift uses add-one counts without the feature (none seen is
+    not infinitely rare)."""
+    threshold, min_rate, min_lift = rates
+    if n <= n_f or without_f / (n - n_f) >= threshold:
+        return False
+    lifted = min_lift is not None and with_f >= MIN_SUPPORT and (
+        with_f / n_f >= min_lift * (without_f + 1) / (n - n_f + 1)
+    )
+    return with_f / n_f >= min_rate or lifted
+
+
+def build(
+    examples: list[Example],
+    threshold: float = THRESHOLD,
+    min_rate: float = MIN_RATE,
+    min_lift: float | None = None,
+) -> Lexicon:
+    """Word -> features for ``examples`` (one per reference; see the module docstring;
+    ``min_lift`` None: the share ``min_rate`` alone admits a word)."""
     n_f, n_w, n_wf = Counter(), Counter(), Counter()
     for ex in examples:
         feats = set().union(*(features(r) for r in ex.records))
@@ -78,9 +111,76 @@ def build(examples: list[Example], threshold: float = THRESHOLD, min_rate: float
     for (w, f), with_f in n_wf.items():
         without_f = n_w[w] - with_f
         if f.startswith("tok:") or n_f[f] >= MIN_SUPPORT:
-            if with_f / n_f[f] >= min_rate and N > n_f[f] and without_f / (N - n_f[f]) < threshold:
+            if _belongs(with_f, without_f, n_f[f], N, (threshold, min_rate, min_lift)):
                 out.setdefault(w, set()).add(f)
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
+
+
+def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64) -> tuple[Counter, Counter]:
+    """Viterbi-align every reference to its records (paper eq. 4-5 with max for sum): how many
+    segments of each ``(attribute, value)`` (``NULL`` for the null record) there are, and how
+    many of them say each content word ``((attribute, value), word)``."""
+    import torch
+
+    from segviz import dp
+    from segviz.data import collate, encode
+    from segviz.decode.beam import _clip
+
+    n_seg, n_word = Counter(), Counter()
+    model.eval()
+    with torch.no_grad():
+        for b in range(0, len(examples), batch_size):
+            chunk = examples[b : b + batch_size]
+            batch = collate([encode(vocab, ex.records, ex.target) for ex in chunk], len(vocab))
+            _, paths = dp.viterbi(model.potentials(batch).chain, batch.tgt_len, model.cfg.max_seg_len)
+            for ex, path in zip(chunk, paths, strict=True):
+                for s, e, j in _clip(path, len(ex.target)):
+                    key = (ex.records[j - 1].attribute, ex.records[j - 1].value.lower()) if j else NULL
+                    n_seg[key] += 1
+                    n_word.update((key, w) for w in set(ex.target[s:e]) if _is_content(w))
+    return n_seg, n_word
+
+
+def segment_words(
+    model, vocab, examples: list[Example], threshold: float = THRESHOLD, min_rate: float = MIN_RATE
+) -> SegmentWords:
+    """Attribute -> word -> values: a content word belongs to the values of an attribute whose
+    segments say it in at least ``min_rate`` of them (and ``MIN_SUPPORT`` segments), when the
+    segments of every other value of that attribute say it in under ``threshold`` of theirs and
+    ``SEGMENT_LIFT`` times less often (add-one counts) than the least of its own. Under ``""``:
+    the words null segments never say (of the segments that say a word said ``MIN_SUPPORT``
+    times or more, under ``threshold`` are null ones), each with no values."""
+    n_seg, n_word = _aligned_counts(model, vocab, examples)
+    values: dict[str, list[str]] = {}
+    for a, v in n_seg:
+        values.setdefault(a, []).append(v)
+    out: SegmentWords = {"": _null_never(n_word, threshold)}
+    for (key, w), _ in sorted(n_word.items()):
+        if key != NULL and (vs := _values_of(key[0], w, values[key[0]], n_seg, n_word, (threshold, min_rate))):
+            out.setdefault(key[0], {})[w] = vs
+    return out
+
+
+def _values_of(a: str, w: str, values: list[str], n_seg: Counter, n_word: Counter, rates) -> frozenset[str]:
+    """The values of attribute ``a`` that word ``w`` says in its segments (:func:`segment_words`;
+    empty when it says none, or all)."""
+    threshold, min_rate = rates
+    rate = {v: n_word[((a, v), w)] / n_seg[(a, v)] for v in values}
+    mine = {v for v, r in rate.items() if r >= min_rate and n_word[((a, v), w)] >= MIN_SUPPORT}
+    others = [v for v in values if v not in mine]
+    if not mine or not others or max(rate[v] for v in others) >= threshold:
+        return frozenset()
+    smoothed = max((n_word[((a, v), w)] + 1) / (n_seg[(a, v)] + 1) for v in others)
+    return frozenset(mine) if min(rate[v] for v in mine) >= SEGMENT_LIFT * smoothed else frozenset()
+
+
+def _null_never(n_word: Counter, threshold: float) -> dict[str, frozenset[str]]:
+    """Words said in ``MIN_SUPPORT`` segments or more, under ``threshold`` of them null ones."""
+    said, null = Counter(), Counter()
+    for (key, w), n in n_word.items():
+        said[w] += n
+        null[w] += n if key == NULL else 0
+    return {w: frozenset() for w in sorted(said) if said[w] >= MIN_SUPPORT and null[w] / said[w] < threshold}
 
 
 def name_key(text: str) -> str:
@@ -96,23 +196,28 @@ def known_names(examples: list[Example]) -> list[str]:
     return sorted({name_key(t) for t in texts if any(ch.isupper() for ch in t)})
 
 
-def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozenset[str]]:
+def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozenset[str], SegmentWords]:
     """The lexicon stored beside a checkpoint, the value rules chosen for it on the tuning half
-    (its ``value_rules`` field, written by ``--value-rules``) and the training names (``names``,
-    :func:`known_names`); ``({}, None, frozenset())`` when there is none or it is unreadable. One
-    read of the file for all three."""
+    (its ``value_rules`` field, written by ``--value-rules``), the training names (``names``,
+    :func:`known_names`) and the segment words (``segments``, :func:`segment_words`);
+    ``({}, None, frozenset(), {})`` when there is none or it is unreadable. One read of the
+    file for all four."""
     path = Path(checkpoint_dir or ".") / FILE
     if not path.exists():
-        return {}, None, frozenset()
+        return {}, None, frozenset(), {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         words = {str(w): frozenset(map(str, fs)) for w, fs in data["words"].items()}
         names = frozenset(map(str, data.get("names", [])))
+        segs = {
+            str(a): {str(w): frozenset(map(str, vs)) for w, vs in ws.items()}
+            for a, ws in data.get("segments", {}).items()
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
-        return {}, None, frozenset()
+        return {}, None, frozenset(), {}
     name = data.get("value_rules")
-    return words, name if isinstance(name, str) else None, names
+    return words, name if isinstance(name, str) else None, names, segs
 
 
 def load(checkpoint_dir: Path | str | None) -> Lexicon:
@@ -123,6 +228,17 @@ def load(checkpoint_dir: Path | str | None) -> Lexicon:
 def default_rules(checkpoint_dir: Path | str | None) -> str | None:
     """The decoding value rules chosen for this checkpoint on the tuning half, if any."""
     return read(checkpoint_dir)[1]
+
+
+def _checkpoint_segment_words(path: Path, examples: list[Example], args) -> SegmentWords:
+    """:func:`segment_words` by the segment model stored at ``path`` (ValueError for another kind)."""
+    from segviz import checkpoint
+    from segviz.model import SegmentModel
+
+    ck = checkpoint.load(path)
+    if not isinstance(ck.model, SegmentModel):
+        raise ValueError(f"{path}: --segments needs a segment-model checkpoint (this one is {ck.model_config.kind})")
+    return segment_words(ck.model, ck.vocab, examples, args.threshold, args.min_rate)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +254,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threshold", type=float, default=THRESHOLD)
     p.add_argument(
         "--min-rate", type=float, default=MIN_RATE, help="min share of references with the feature that say the word"
+    )
+    p.add_argument(
+        "--min-lift", type=float, default=None,
+        help="also learn a rarer word said with the feature in >= 20 references and this many "
+        "times more often with it than without (off by default)",
+    )
+    p.add_argument(
+        "--segments", action="store_true",
+        help="also learn the words each attribute's segments say of each value, by the "
+        "checkpoint's own alignment of the training references (segment models; the values rule)",
     )
     p.add_argument(
         "--clean", action="store_true",
@@ -161,14 +287,21 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    words = build(examples, args.threshold, args.min_rate)
+    words = build(examples, args.threshold, args.min_rate, args.min_lift)
+    try:
+        segs = _checkpoint_segment_words(args.checkpoint, examples, args) if args.segments else None
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     out = {
         "dataset": dataset,
         "threshold": args.threshold,
         "min_rate": args.min_rate,
+        **({"min_lift": args.min_lift} if args.min_lift is not None else {}),
         "train_references": len(examples),
         **({"clean": True} if args.clean else {}),
         **({"value_rules": args.value_rules} if args.value_rules else {}),
+        **({"segments": {a: {w: sorted(vs) for w, vs in ws.items()} for a, ws in segs.items()}} if segs else {}),
         "names": known_names(examples),
         "words": {w: sorted(fs) for w, fs in words.items()},
     }

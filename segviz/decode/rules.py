@@ -89,20 +89,22 @@ class ValueRules:
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
+    values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
+    segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "fillers", "paraphrases", "rerank")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "rerank")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, fillers=False, paraphrases=False, rerank=False),
-    "names": dict(names=True, absent=False, own=False, fillers=False, paraphrases=False, rerank=False),
-    "absent": dict(names=True, absent=True, own=False, fillers=False, paraphrases=False, rerank=False),
-    "auto": dict(names=True, absent=None, own=None, fillers=False, paraphrases=False, rerank=False),
-    "all": dict(names=True, absent=True, own=True, fillers=False, paraphrases=False, rerank=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, rerank=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, rerank=False),
 }
 
 
@@ -111,13 +113,15 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     followed by switches ``+rule`` / ``-rule`` (:data:`RULE_SWITCHES`), e.g. ``auto+fillers`` or
     ``none+fillers``; None when nothing is on (the paper's decoding). Presets: ``names`` completes
     unseen proper names, ``absent`` adds the absent rule, ``auto`` (the default) adds the absent
-    and own rules when a plan is forced (where each segment must say its own record: the Plan
-    editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
+    and own rules (and the values rule, with segment words) when a plan is forced (where each
+    segment must say its own record: the Plan editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
     function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
     verbatim value is) once a lexicon word of its value is said ("moderately priced" for
     ``priceRange[moderate]``, :func:`_said_ids`) under r / rm; ``rerank`` returns the candidate of
     the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a
-    separately reported setting. Chosen on the tuning half of dev
+    separately reported setting; ``values`` bans inside a record's segment the words its
+    attribute's segments say of other values only (:func:`_values_mask`). Chosen on the tuning
+    half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
@@ -187,6 +191,26 @@ def _said_ids(
         words = {w for w, fs in rules.lexicon.items() if fs & mine} - NEGATIONS - others
         out[k] = frozenset(_ids(vocab, oov, words))
     return out
+
+
+def _values_mask(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, planned: bool = False
+) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k bans the words that the segments of record k's attribute say of
+    its other values only (``rules.values``, :func:`segviz.lexicon.segment_words`: "low" in the
+    segment of ``customer rating[5 out of 5]``), its own value's words excepted ("eagle" of an
+    unseen "The Eagle Rock"); row 0 (null) bans the words null segments never say (under
+    ``""``: "low", "located"). None when the rule is
+    off or the checkpoint has no segment words."""
+    if not rules or not (rules.values or (rules.values is None and planned)) or not rules.segment_words:
+        return None
+    mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
+    mask[0, _ids(vocab, oov, set(rules.segment_words.get("", {})))] = True
+    for k, r in enumerate(records, 1):
+        words = rules.segment_words.get(r.attribute, {})
+        other = {w for w, vs in words.items() if r.value.lower() not in vs} - {t.lower() for t in r.tokens}
+        mask[k, _ids(vocab, oov, other)] = True
+    return mask
 
 
 def _own_mask(

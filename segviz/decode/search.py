@@ -35,6 +35,7 @@ from segviz.decode.rules import (
     _said_ids,
     _subject_phrases,
     _value_ids,
+    _values_mask,
     repeated_ngram_ends,
 )
 from segviz.model import SegEncoding, SegmentModel
@@ -67,6 +68,11 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
         return now
     late = {k for k, ids in x.values.items() if k in x.subjects and _has(tokens, tuple(ids))}
     return frozenset(k for k in now | late if _has(tokens, x.subjects.get(k)))
+
+
+def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    """``a | b`` of two optional masks of one shape (None: no mask)."""
+    return b if a is None else a if b is None else a | b
 
 
 def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
@@ -116,7 +122,7 @@ class _Input:
     sample: torch.Generator | None
     no_repeat_ngram: int
     ban: torch.Tensor  # (n_ext,) bool: never a word
-    own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words
+    own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words (own, values rules)
     phrases: dict  # k -> proper names that, once begun, are copied whole
     inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
     must: dict  # k -> proper names record k's segment must say before it ends
@@ -221,7 +227,7 @@ class SegmentDecoder:
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
             beam=beam, sample=sample, no_repeat_ngram=no_repeat_ngram, ban=ban,
-            own_mask=_own_mask(vocab, oov, records, rules, planned),
+            own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
