@@ -120,7 +120,8 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 
 def test_lexicon_steps_match_the_shipped_lexicons():
     """The script's ``segviz.lexicon`` steps write what each shipped lexicon.json records: its
-    ``--min-rate``, ``--clean`` and the default ``--value-rules`` chosen on the tune half."""
+    ``--min-rate``, ``--min-lift``, ``--clean``, ``--segments`` and the default ``--value-rules``
+    chosen on the tune half."""
     from segviz.lexicon import MIN_RATE
 
     printed = subprocess.run(["bash", str(SCRIPT), "--dry-run", "OUT"], capture_output=True, text=True, check=True).stdout
@@ -128,8 +129,8 @@ def test_lexicon_steps_match_the_shipped_lexicons():
     for line in printed.splitlines():
         argv = shlex.split(line)
         if argv[1:3] == ["-m", "segviz.lexicon"]:
-            rest = [a for a in argv[3:] if a != "--clean"]  # the one flag without a value
-            opts = {**dict(zip(rest[::2], rest[1::2], strict=False)), "--clean": "--clean" in argv}
+            rest = [a for a in argv[3:] if a not in ("--clean", "--segments")]  # the flags without a value
+            opts = {**dict(zip(rest[::2], rest[1::2], strict=False)), **{f: f in argv for f in ("--clean", "--segments")}}
             steps[opts["--checkpoint"].removeprefix("OUT/")] = opts
     assert sorted(steps) == [n for n in SHIPPED if (ROOT / "checkpoints" / n / "lexicon.json").exists()]
     for name, opts in steps.items():
@@ -137,4 +138,6 @@ def test_lexicon_steps_match_the_shipped_lexicons():
         assert stored["min_rate"] == float(opts.get("--min-rate", MIN_RATE)), name
         assert stored.get("value_rules") == opts.get("--value-rules"), name
         assert stored.get("clean", False) == opts["--clean"], name
+        assert ("segments" in stored) == opts["--segments"], name
+        assert stored.get("min_lift") == (float(opts["--min-lift"]) if "--min-lift" in opts else None), name
         assert stored["names"], name  # the training names are listed

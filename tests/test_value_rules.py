@@ -154,3 +154,102 @@ def test_lexicon_clean_learns_from_exact_references_only(tmp_path):
     assert lexicon.main(["--checkpoint", str(ck), "--data-dir", str(tmp_path / "data"), "--clean"]) == 0
     stored = json.loads((ck / lexicon.FILE).read_text(encoding="utf-8"))
     assert stored["train_references"] == 2 and stored["clean"] is True
+
+
+def test_min_lift_admits_rare_words_said_almost_only_with_a_feature():
+    """``--min-lift``: "end" (of "high-end") is said by 3% of the references with a price range,
+    under ``MIN_RATE``, and by none without one; the share rule misses it, the lift rule not."""
+    priced = [_ex("name[Cotto], priceRange[high]", "Cotto is a high-end place.")] * 30
+    priced += [_ex("name[Cotto], priceRange[high]", "Cotto is a place with high prices.")] * 970
+    plain = [_ex("name[Cotto], food[French]", "Cotto is a French place.")] * 1000
+    assert "end" not in lexicon.build(priced + plain)
+    lifted = lexicon.build(priced + plain, min_lift=20)
+    assert lifted["end"] >= {"attr:priceRange", "value:priceRange=high"}
+    assert "place" not in lifted  # said with and without a price range alike
+    assert "end" not in lexicon.build(priced[:10] + priced[30:] + plain, min_lift=20)  # under MIN_SUPPORT
+
+
+def test_segment_words_and_null_words_from_aligned_counts():
+    from collections import Counter
+
+    seg = {("customer rating", "low"): 100, ("customer rating", "5 out of 5"): 100, ("customer rating", "1 out of 5"): 100}
+    words = Counter({(("customer rating", "low"), "low"): 90, (("customer rating", "1 out of 5"), "low"): 30,
+                     (("customer rating", "low"), "rating"): 80, (("customer rating", "5 out of 5"), "rating"): 85,
+                     (("customer rating", "1 out of 5"), "rating"): 70, (("customer rating", "5 out of 5"), "excellent"): 5,
+                     (lexicon.NULL, "located"): 1, (("customer rating", "low"), "located"): 199,
+                     (lexicon.NULL, "there"): 40, (("customer rating", "low"), "there"): 10})  # fmt: skip
+    values = ["low", "5 out of 5", "1 out of 5"]
+    of = lambda w: lexicon._values_of("customer rating", w, values, Counter(seg), words, (0.01, 0.05))  # noqa: E731
+    assert of("low") == {"low", "1 out of 5"}  # never in a 5-out-of-5 segment
+    assert of("rating") == frozenset()  # said of every value: says none
+    assert of("excellent") == frozenset()  # under MIN_SUPPORT
+    assert set(lexicon._null_never(words, 0.01)) == {"low", "rating", "located"}  # "there" is a null word
+
+
+def test_segment_words_run_on_a_model_and_round_trip(tiny, tmp_path):
+    import json
+    import shutil
+
+    ck = tmp_path / "e2e-seg"
+    shutil.copytree(tiny / "e2e-seg", ck)
+    seg = checkpoint.load(ck)
+    examples = [_ex(", ".join(r.label for r in recs), " ".join(r.value for r in recs)) for recs in EXAMPLES["e2e"].values()] * 20
+    words = lexicon.segment_words(seg.model, seg.vocab, examples)
+    assert "" in words and all(isinstance(vs, frozenset) for ws in words.values() for vs in ws.values())
+    stored = {"words": {}, "segments": {"": {"located": []}, "customer rating": {"low": ["1 out of 5", "low"]}}}
+    (ck / lexicon.FILE).write_text(json.dumps(stored), encoding="utf-8")
+    assert lexicon.read(ck)[3] == {"": {"located": frozenset()}, "customer rating": {"low": {"low", "1 out of 5"}}}
+    assert checkpoint.load(ck).rules("auto").segment_words["customer rating"]["low"] == {"low", "1 out of 5"}
+
+
+def test_lexicon_segments_needs_a_segment_model(tiny, tmp_path, capsys):
+    import csv
+    import json
+    import shutil
+
+    data = tmp_path / "data" / "e2e"
+    data.mkdir(parents=True)
+    with open(data / "train.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("mr", "ref"), ("name[Aromi], area[riverside]", "Aromi is in the riverside area.")])
+    for kind, rc in (("e2e-pg", 2), ("e2e-seg", 0)):
+        shutil.copytree(tiny / kind, tmp_path / kind)
+        argv = ["--checkpoint", str(tmp_path / kind), "--data-dir", str(tmp_path / "data"), "--segments"]
+        assert lexicon.main(argv) == rc, kind
+    assert "needs a segment-model checkpoint" in capsys.readouterr().err
+    assert "segments" in json.loads((tmp_path / "e2e-seg" / lexicon.FILE).read_text(encoding="utf-8"))
+    assert not (tmp_path / "e2e-pg" / lexicon.FILE).exists() or "segments" not in (tmp_path / "e2e-pg" / lexicon.FILE).read_text()
+
+
+def test_values_mask_rows_and_switches():
+    from segviz.decode import value_rules
+    from segviz.decode.rules import _values_mask
+
+    recs = parse_e2e_mr("name[The Low Barn], customer rating[5 out of 5], priceRange[cheap]")
+    vocab = Vocab(["low", "high", "located", "cheap", "barn"])
+    segs = {"customer rating": {"low": frozenset({"low", "1 out of 5"}), "high": frozenset({"high", "5 out of 5"})},
+            "priceRange": {"cheap": frozenset({"cheap"}), "high": frozenset({"high"})}, "": {"located": frozenset()}}  # fmt: skip
+    rules = ValueRules(segment_words=segs)
+    mask = _values_mask(vocab, [], recs, rules)
+    banned = [{w for w in vocab.itos if mask[k, vocab.stoi[w]]} for k in range(4)]
+    assert banned == [{"located"}, set(), {"low"}, {"high"}]  # the name's own "low" stays allowed in its segment
+    auto = value_rules("auto").__class__(**{**value_rules("auto").__dict__, "segment_words": segs})
+    assert auto.values is None and _values_mask(vocab, [], recs, auto) is None
+    assert _values_mask(vocab, [], recs, auto, planned=True) is not None
+    assert _values_mask(vocab, [], recs, ValueRules(segment_words=segs, values=False)) is None
+    assert _values_mask(vocab, [], recs, ValueRules()) is None  # no segment words: nothing to read
+    assert value_rules("all").values is True and value_rules("auto-values").values is False
+
+
+def test_a_forced_plan_keeps_other_values_words_out_of_a_segment(tiny_e2e):
+    seg, _ = tiny_e2e
+    recs = EXAMPLES["e2e"]["The Copper Kettle (8 slots)"]
+    words = {w for w in seg.vocab.itos if w.isalpha()}
+    segs = {r.attribute: {w: frozenset({"no such value"}) for w in sorted(words)[::2]} for r in recs}
+    rules = ValueRules(segment_words={**segs, "": {w: frozenset() for w in sorted(words)[1::2]}})
+    plan = list(range(len(recs), 0, -1))
+    out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=plan, rules=rules)
+    for s, e, j in out.segments:
+        said = {t.lower() for t in out.tokens[s:e]}
+        own = {t.lower() for t in recs[j - 1].tokens} if j else set()
+        banned = set(rules.segment_words[recs[j - 1].attribute] if j else rules.segment_words[""]) - own
+        assert not said & banned, (j, out.tokens[s:e])
