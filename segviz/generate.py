@@ -31,6 +31,7 @@ from segviz import datasets, formats
 from segviz.decode import (
     CONSTRAINTS,
     NO_REPEAT_NGRAM,
+    VALUE_RULES_HELP,
     GenerationResult,
     generate_pg,
     generate_seg,
@@ -157,7 +158,7 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
         "--value-rules",
         type=parse_value_rules,
         default=None,
-        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help=VALUE_RULES_HELP,
     )
     p.add_argument("--threads", type=int, default=0)
     p.add_argument(

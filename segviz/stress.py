@@ -40,6 +40,7 @@ from segviz.data import default_data_dir
 from segviz.decode import (
     CONSTRAINTS,
     DEFAULT_VALUE_RULES,
+    VALUE_RULES_HELP,
     GenerationResult,
     generate_pg,
     generate_seg,
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "--value-rules",
         type=parse_value_rules,
         default=None,
-        help="decoding rules: a preset none (the paper), names, absent, auto, all, then +rule / -rule switches (names, absent, own, fillers, paraphrases), e.g. auto+fillers (segviz.decode.value_rules); default: the checkpoint's, chosen on the tuning half (lexicon.json), else auto",
+        help=VALUE_RULES_HELP,
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

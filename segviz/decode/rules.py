@@ -99,6 +99,11 @@ class ValueRules:
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
 RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "rerank")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
+VALUE_RULES_HELP = (  # the CLIs' --value-rules help
+    f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
+    f"({', '.join(RULE_SWITCHES)}), e.g. auto+fillers (segviz.decode.value_rules); default: the "
+    "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
+)
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
     "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
     "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
