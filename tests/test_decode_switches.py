@@ -28,7 +28,8 @@ def test_value_rules_presets_and_switches():
     assert (r.names, r.absent, r.own, r.fillers, r.paraphrases) == (False, None, None, True, True)
     bare = value_rules("none+fillers", lex)
     assert (bare.names, bare.absent, bare.own, bare.fillers) == (False, False, False, True)
-    assert value_rules("all-names-absent-own") is None  # nothing left on: the paper's decoding
+    assert value_rules("all-names-absent-own-values") is None  # nothing left on: the paper's decoding
+    assert value_rules("all-names-absent-own").values is True
 
 
 @pytest.mark.parametrize("bad", ["bogus", "auto+bogus", "auto+", "+fillers", ""])
