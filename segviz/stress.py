@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         total=len(items) * (1 + len(set(args.suites) - {"long"})), unit="input", file=sys.stderr
     ) as bar:
         results = run(systems, items, args.suites, args.seed, progress=lambda: bar.update(1))
-    summary = summarise(results, items, systems.names)
+    summary = summarise(results, items, systems.names, systems.seg.dataset)
     seconds = time.perf_counter() - t0
     print(render(summary))
     print(

@@ -60,8 +60,31 @@ def _select(
     ]
 
 
-def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: list[str]) -> dict:
-    """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long)."""
+def _errors(row: dict) -> int:
+    return sum(row["faith"][k] for k in _FAITH_KEYS[:-1])
+
+
+def references(long: list[dict], items: list[DevItem], dataset: str) -> dict:
+    """What +RM's cost reads against, for the rows of one K: the share of the inputs' references
+    that leave a record out (by the checker), and the +RM cost (BLEU points) on the inputs whose
+    unconstrained output the checker finds exact (``complete``: how many)."""
+    from segviz.faithfulness import check
+
+    refs = [(it.records, ref) for it in {r["item"]: items[r["item"]] for r in long}.values() for ref in it.refs]
+    gaps = sum(check(dataset, recs, ref).missing > 0 for recs, ref in refs) / len(refs) if refs else 0.0
+    done = {r["item"] for r in long if r["system"] == "none" and not _errors(r)}
+    sel = {s: [r for r in long if r["system"] == s and r["item"] in done] for s in ("none", "rm")}
+    cost = None
+    if done and all(sel.values()):
+        cost = (aggregate(sel["none"], items)["bleu"] - aggregate(sel["rm"], items)["bleu"]) * 100
+    return {"refs_leaving_out": gaps, "complete": len(done), "cost_complete": cost}
+
+
+def summarise(
+    results: dict[str, list[dict]], items: list[DevItem], systems: list[str], dataset: str | None = None
+) -> dict:
+    """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long);
+    with ``dataset`` also :func:`references` per half and K (``"references"``)."""
     long, out = results.get("long", []), {}
     big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
     for half in [h for h in HALVES if any(it.half == h for it in items)]:
@@ -92,6 +115,14 @@ def summarise(results: dict[str, list[dict]], items: list[DevItem], systems: lis
                 }
                 for K in Ks
             }
+            if dataset and {"none", "rm"} <= set(systems):
+                out.setdefault("references", {})[half] = {
+                    str(K): references(
+                        [r for r in long if items[r["item"]].half == half and len(items[r["item"]].records) == K],
+                        items, dataset,
+                    )
+                    for K in Ks
+                }  # fmt: skip
     return out
 
 
@@ -161,23 +192,29 @@ def unseen_table(by_system: dict[str, dict]) -> str:
     return _table(head, (row(s, a) for s, a in by_system.items()))
 
 
-def long_table(by_k: dict[str, dict[str, dict]]) -> str:
+def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = None) -> str:
+    """Per K: BLEU and SER of every system and what +RM costs; with ``refs`` (:func:`references`)
+    also the share of references that leave a record out and the cost where ours left none out."""
     systems = list(next(iter(by_k.values()), {}))
     head = [
         "K",
         "inputs",
         *(f"BLEU {LABELS[s]}" for s in systems),
         "+RM cost (BLEU)",
+        *(["references leaving a record out", "+RM cost where ours is exact (inputs)"] if refs else []),
         *(f"SER {LABELS[s]}" for s in systems),
     ]
 
     def row(K: str, a: dict[str, dict]) -> list[str]:
         cost = (a["none"]["bleu"] - a["rm"]["bleu"]) * 100 if a["none"]["outputs"] else None
+        ref = refs.get(K) if refs else None
+        exact = "n/a" if not ref or ref["cost_complete"] is None else f"{ref['cost_complete']:+.1f} ({ref['complete']})"
         return [
             K,
             str(a["none"]["outputs"]),
             *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
             "n/a" if cost is None else f"{cost:+.1f}",
+            *([_pct(ref["refs_leaving_out"]) if ref else "n/a", exact] if refs else []),
             *(_pct(a[s]["ser"]) for s in systems),
         ]
 
@@ -195,5 +232,6 @@ def render(summary: dict) -> str:
     for suite in ("forced", "unseen", "long"):
         for half, data in summary.get(suite, {}).items():
             title, fmt = titles[suite]
-            parts.append(f"**{title}, {half} half**\n\n{fmt(data)}")
+            table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)
+            parts.append(f"**{title}, {half} half**\n\n{table}")
     return "\n\n".join(parts)

@@ -102,6 +102,16 @@ def test_summary_and_tables(e2e_run):
     text = stress.render(summary)
     assert text.count("**Forced plans,") == len(halves) and "ours, forced reversed plan" in text
     assert "name verbatim" in text and "+RM cost (BLEU)" in text
+    assert "references leaving a record out" not in text  # without the dataset: no reference columns
+    with_refs = stress.summarise(results, items, systems.names, "e2e")
+    for half, by_k in with_refs["references"].items():
+        for K, ref in by_k.items():
+            rows = [r for r in results["long"] if items[r["item"]].half == half and len(items[r["item"]].records) == int(K)]
+            refs = [(items[i].records, x) for i in {r["item"] for r in rows} for x in items[i].refs]
+            gaps = sum(faithfulness.check("e2e", recs, x).missing > 0 for recs, x in refs) / len(refs)
+            exact = {r["item"] for r in rows if r["system"] == "none" and not any(r["faith"][k] for k in ("wrong", "repeated", "missing", "hallucinated"))}
+            assert ref["refs_leaving_out"] == pytest.approx(gaps) and ref["complete"] == len(exact)
+    assert "references leaving a record out" in stress.render(with_refs)
 
 
 def test_webnlg_substitution_keeps_entities_consistent():
