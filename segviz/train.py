@@ -76,6 +76,7 @@ class TrainConfig:
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
     substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
+    word_dropout: float = 0.0  # share of decoder input words replaced by <unk> while training (0 = the paper)
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
@@ -114,6 +115,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     dev = load_split(tcfg.dataset, "dev", data_dir)
     if tcfg.val_half not in ("all", *HALVES):
         raise DataError(f"--val-half must be all, {' or '.join(HALVES)}, not {tcfg.val_half!r}")
+    if not 0.0 <= tcfg.word_dropout < 1.0:
+        raise DataError(f"--word-dropout must be in [0, 1), not {tcfg.word_dropout}")
     if tcfg.val_half != "all":  # choices on the tune half only (the report half stays unseen)
         dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
     dev = dev[: tcfg.max_val_examples or None]
@@ -193,7 +196,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     mcfg = ModelConfig.from_json({**stored["model"], **changeable})
     was_clean = stored["train"].get("clean", False)
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
-                          "substitute": tcfg.substitute})
+                          "substitute": tcfg.substitute, "word_dropout": tcfg.word_dropout})
     return tcfg, mcfg, vocab, was_clean
 
 
@@ -240,7 +243,7 @@ def setup(tcfg: TrainConfig, mcfg_overrides: dict, out: Path, data_dir: Path | N
         state = _resume_state(out, model, optimizer, state, tcfg.clean and not was_clean, resume_lr)
     log.info("%s %s: %d train / %d dev examples, V=%d, %s on %s x %d process(es), %d thread(s) each",
              tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), len(vocab), mcfg, device, par.world, torch.get_num_threads())
-    return Run(tcfg, vocab, enc_train, enc_dev, Trainer(model, optimizer, device, par, amp, tcfg.clip), state, out)
+    return Run(tcfg, vocab, enc_train, enc_dev, Trainer(model, optimizer, device, par, amp, tcfg.clip, tcfg.word_dropout), state, out)
 
 
 def validate(run: Run, subset: int | None = None) -> dict:

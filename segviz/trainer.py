@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from segviz.data import Batch, batches
+from segviz.data import BOS_ID, PAD_ID, UNK_ID, Batch, batches
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,7 @@ class Trainer:
     par: Parallel = dataclasses.field(default_factory=Parallel)
     amp: bool = False
     clip: float = 5.0
+    word_dropout: float = 0.0  # share of decoder input words replaced by <unk> (TrainConfig.word_dropout)
 
     def __post_init__(self):
         self.objective = _Objective(self.model)
@@ -112,7 +113,7 @@ class Trainer:
 
     def step(self, batch: Batch) -> dict:
         """One update; returns the stats as tensors on the device (nothing copied to the host)."""
-        batch = batch.to(self.device, non_blocking=True)
+        batch = drop_words(batch.to(self.device, non_blocking=True), self.word_dropout)
         with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp):
             loss, stats = self.objective(batch)
         stats["loss"] = loss.detach()
@@ -132,6 +133,17 @@ class Trainer:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.optimizer.step()
         return stats
+
+
+def drop_words(batch: Batch, p: float) -> Batch:
+    """``batch`` with each decoder input word (``tgt_in`` (B, T), not ``<bos>`` or padding)
+    replaced by ``<unk>`` with probability ``p``, so that the next word is read off the records
+    rather than the words before it (word dropout, Bowman et al. 2016; the targets stay)."""
+    if p <= 0:
+        return batch
+    words = (batch.tgt_in != PAD_ID) & (batch.tgt_in != BOS_ID)  # (B, T)
+    drop = words & (torch.rand(batch.tgt_in.shape, device=batch.tgt_in.device) < p)
+    return dataclasses.replace(batch, tgt_in=batch.tgt_in.masked_fill(drop, UNK_ID))
 
 
 class _Objective(torch.nn.Module):

@@ -208,3 +208,26 @@ def test_pack_round_trip_halves_the_weights_and_refuses_foreign_tars(tmp_path, v
         t.add(tmp_path / "c" / "config.json", arcname="../config.json")
     assert pack_main(["--unpack", str(tmp_path / "x.tar"), str(tmp_path / "e")]) == 2
     assert not (tmp_path / "e").exists() and not (tmp_path / "config.json").exists()
+
+
+def test_word_dropout_replaces_decoder_inputs_only(vocab, examples):
+    from segviz.data import BOS_ID, PAD_ID, UNK_ID
+    from segviz.trainer import drop_words
+
+    batch = collate([encode(vocab, e.records, e.target) for e in examples], len(vocab))
+    assert drop_words(batch, 0.0) is batch  # the paper: no change
+    torch.manual_seed(0)
+    dropped = drop_words(batch, 0.5)
+    changed = dropped.tgt_in != batch.tgt_in
+    assert (dropped.tgt_in[changed] == UNK_ID).all() and torch.equal(dropped.tgt, batch.tgt)
+    assert (dropped.tgt_in[:, 0] == BOS_ID).all() and torch.equal(dropped.tgt_in == PAD_ID, batch.tgt_in == PAD_ID)
+    words = (batch.tgt_in != PAD_ID) & (batch.tgt_in != BOS_ID) & (batch.tgt_in != UNK_ID)
+    assert 0.3 < changed.sum().item() / words.sum().item() < 0.7
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_word_dropout_out_of_range_is_refused():
+    from segviz.train import prepare
+
+    with pytest.raises(DataError, match="--word-dropout"):
+        prepare(TrainConfig(dataset="e2e", max_examples=16, word_dropout=1.0), {}, None)
