@@ -88,7 +88,7 @@ train webnlg-pg  --dataset webnlg --model pg  --resume --substitute 0.5 --epochs
 # half of dev, README "Choices"; e2e-seg's lexicon from the checker-clean references (--clean,
 # session 6), rarer words by lift and the segment words of its own alignment (--min-lift 20
 # --segments, session 7); WebNLG: the defaults, value rules auto)
-run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases --clean --segments
+run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases+stating --clean --segments
 run e2e-pg     "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-pg" --min-rate 0.02 --value-rules auto
 run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg"
 run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg"

@@ -253,3 +253,36 @@ def test_a_forced_plan_keeps_other_values_words_out_of_a_segment(tiny_e2e):
         own = {t.lower() for t in recs[j - 1].tokens} if j else set()
         banned = set(rules.segment_words[recs[j - 1].attribute] if j else rules.segment_words[""]) - own
         assert not said & banned, (j, out.tokens[s:e])
+
+
+def test_says_mask_holds_the_words_that_state_each_record():
+    from segviz.decode.rules import _says_mask
+
+    recs = parse_e2e_mr("name[Tollgate 3], customer rating[high], familyFriendly[yes]")
+    vocab = Vocab(["tollgate", "3", "high", "highly", "out", "5", "friendly", "family", "rating"])
+    lex = {"highly": frozenset({"value:customer rating=high"}), "5": frozenset({"attr:customer rating", "tok:5"}),
+           "friendly": frozenset({"attr:familyFriendly"}), "rating": frozenset({"attr:customer rating"})}  # fmt: skip
+    segs = {"customer rating": {"high": frozenset({"high", "5 out of 5"})}}
+    rules = ValueRules(lex, segment_words=segs, stating=True)
+    mask = _says_mask(vocab, [], recs, rules)
+    said = [{w for w in vocab.itos if mask[k, vocab.stoi[w]]} for k in range(4)]
+    assert said == [set(), {"tollgate", "3"}, {"high", "highly"}, {"friendly"}]  # "out of 5", "rating" state no rating
+    assert _says_mask(vocab, [], recs, ValueRules(lex, segment_words=segs)) is None  # off by default
+
+
+def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
+    from segviz.decode.rules import _says_mask
+
+    seg, _ = tiny_e2e
+    recs = EXAMPLES["e2e"]["The Copper Kettle (8 slots)"]
+    rules = ValueRules(lexicon.build([_ex(", ".join(r.label for r in recs), " ".join(r.value for r in recs))] * 30),
+                       stating=True)  # fmt: skip
+    out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=list(range(1, len(recs) + 1)), rules=rules)
+    from segviz.data import encode
+
+    oov = encode(seg.vocab, recs).oov  # the search's extended ids
+    mask = _says_mask(seg.vocab, oov, recs, rules)
+    ids = lambda w: seg.vocab.stoi.get(w, len(seg.vocab) + oov.index(w) if w in oov else None)  # noqa: E731
+    for s, e, j in out.segments:
+        if j and not out.fallback_used:
+            assert any(ids(t.lower()) is not None and mask[j, ids(t.lower())] for t in out.tokens[s:e]), (j, out.tokens[s:e])

@@ -90,6 +90,7 @@ class ValueRules:
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
+    stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
@@ -97,7 +98,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "rerank")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -105,11 +106,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, rerank=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, rerank=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, rerank=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False),
 }
 
 
@@ -215,6 +216,24 @@ def _values_mask(
         words = rules.segment_words.get(r.attribute, {})
         other = {w for w, vs in words.items() if r.value.lower() not in vs} - {t.lower() for t in r.tokens}
         mask[k, _ids(vocab, oov, other)] = True
+    return mask
+
+
+def _says_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k holds the words that state record k's value (``rules.stating``):
+    the content words of its value, lexicon words of its value or value tokens (for a yes/no
+    value also of its attribute: "friendly"), and segment words its attribute's segments say of
+    its value ("high" for ``customer rating[high]``; "out of 5" says none of it). None when off."""
+    if not rules or not rules.stating:
+        return None
+    from segviz.lexicon import features, value_words
+
+    mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
+    for k, r in enumerate(records, 1):
+        mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
+        words = value_words([r]) | {w for w, fs in rules.lexicon.items() if fs & mine}
+        words |= {w for w, vs in rules.segment_words.get(r.attribute, {}).items() if r.value.lower() in vs}
+        mask[k, _ids(vocab, oov, words)] = True
     return mask
 
 

@@ -33,6 +33,7 @@ from segviz.decode.rules import (
     _own_mask,
     _phrases,
     _said_ids,
+    _says_mask,
     _subject_phrases,
     _value_ids,
     _values_mask,
@@ -73,6 +74,16 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
     """``a | b`` of two optional masks of one shape (None: no mask)."""
     return b if a is None else a if b is None else a | b
+
+
+def _says(x, k: int, v: int) -> bool:
+    """Whether word ``v`` meets the content rule in record ``k``'s segment: a word that is not a
+    function word, or with ``rules.stating`` a word that states the record (when any does)."""
+    if x.func is None:
+        return False
+    if x.says is not None and k > 0 and bool(x.says[k].any()):
+        return bool(x.says[k, v])
+    return not bool(x.func[v])
 
 
 def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
@@ -128,6 +139,7 @@ class _Input:
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
+    says: torch.Tensor | None  # (S, n_ext) bool: words that state record k (rules.stating), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
@@ -233,6 +245,7 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             func=func if content_rule else None,
+            says=_says_mask(vocab, oov, records, rules) if content_rule else None,
             values=_value_ids(vocab, oov, records) if mentions else {},
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
@@ -431,7 +444,7 @@ class SegmentDecoder:
         return replace(
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
-            content=h.content or (x.func is not None and not bool(x.func[v])),
+            content=h.content or _says(x, h.k, v),
             mentioned=h.mentioned | _mentioned_with_subjects(x, tokens) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k)),
