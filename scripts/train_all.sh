@@ -84,7 +84,7 @@ train webnlg-pg  --dataset webnlg --model pg  --hidden 256 --val-half tune --sub
 train webnlg-pg  --dataset webnlg --model pg  --resume --substitute 0.5 --epochs 38
 
 # ----- value lexicons and dev metrics of the four shipped systems ----------------------------------
-# (E2E: --min-rate 0.02 and e2e-seg's default rules auto+fillers+paraphrases, chosen on the tune
+# (E2E: --min-rate 0.02 and e2e-seg's default rules auto+fillers+paraphrases(+stating), chosen on the tune
 # half of dev, README "Choices"; e2e-seg's lexicon from the checker-clean references (--clean,
 # session 6), rarer words by lift and the segment words of its own alignment (--min-lift 20
 # --segments, session 7); WebNLG: the defaults, value rules auto)
