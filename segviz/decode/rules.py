@@ -126,8 +126,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     ``priceRange[moderate]``, :func:`_said_ids`) under r / rm; ``rerank`` returns the candidate of
     the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a
     separately reported setting; ``values`` bans inside a record's segment the words its
-    attribute's segments say of other values only (:func:`_values_mask`). Chosen on the tuning
-    half of dev
+    attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
+    record's segment end (under r / rm / a plan) only after a word that states its value
+    (:func:`_says_mask`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

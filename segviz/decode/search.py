@@ -78,12 +78,20 @@ def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | No
 
 def _says(x, k: int, v: int) -> bool:
     """Whether word ``v`` meets the content rule in record ``k``'s segment: a word that is not a
-    function word, or with ``rules.stating`` a word that states the record (when any does)."""
+    function word, or with ``rules.stating`` one of ``x.says[k]`` (:func:`_content_mask`)."""
     if x.func is None:
         return False
-    if x.says is not None and k > 0 and bool(x.says[k].any()):
-        return bool(x.says[k, v])
-    return not bool(x.func[v])
+    return bool(x.says[max(k, 0), v]) if x.says is not None else not bool(x.func[v])
+
+
+def _content_mask(says: torch.Tensor | None, func: torch.Tensor) -> torch.Tensor | None:
+    """(S, n_ext) bool: the words that meet the content rule in each record's segment: those
+    that state it (``says``, :func:`_says_mask`), or for a row that holds none (the null
+    record, a record without known value words) any word that is not a function word."""
+    if says is None:
+        return None
+    empty = ~says.any(dim=1)  # (S,)
+    return torch.where(empty[:, None], ~func[None, :], says)
 
 
 def _said_now(said: dict[int, frozenset[int]], v: int) -> frozenset:
@@ -139,7 +147,7 @@ class _Input:
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
-    says: torch.Tensor | None  # (S, n_ext) bool: words that state record k (rules.stating), None when off
+    says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
@@ -245,7 +253,7 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             func=func if content_rule else None,
-            says=_says_mask(vocab, oov, records, rules) if content_rule else None,
+            says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
             values=_value_ids(vocab, oov, records) if mentions else {},
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
