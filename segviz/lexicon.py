@@ -153,11 +153,12 @@ def segment_words(
     n_seg, n_word = _aligned_counts(model, vocab, examples)
     values: dict[str, list[str]] = {}
     for a, v in n_seg:
-        values.setdefault(a, []).append(v)
+        if (a, v) != NULL:
+            values.setdefault(a, []).append(v)
     out: SegmentWords = {"": _null_never(n_word, threshold)}
-    for (key, w), _ in sorted(n_word.items()):
-        if key != NULL and (vs := _values_of(key[0], w, values[key[0]], n_seg, n_word, (threshold, min_rate))):
-            out.setdefault(key[0], {})[w] = vs
+    for a, w in sorted({(key[0], w) for key, w in n_word if key != NULL}):  # each attribute's word once
+        if vs := _values_of(a, w, values[a], n_seg, n_word, (threshold, min_rate)):
+            out.setdefault(a, {})[w] = vs
     return out
 
 
