@@ -97,7 +97,9 @@ def _seen_key(item: dict) -> str:
 
 def _show_saved(item: dict, notice: str) -> None:
     """Replace this tab's (stale) widget values for the item by the saved ones, and say why."""
-    st.session_state.update(sv.widget_values(item))  # the alignment table: see _align_key
+    values = sv.widget_values(item)
+    st.session_state.update(values)  # the alignment table: see _align_key
+    st.session_state.setdefault("ann_pushed", set()).update(values)  # see _initial
     st.session_state["ann_notice"] = notice
 
 
@@ -108,8 +110,17 @@ def _align_key(item: dict) -> str:
 
 
 def _initial(key: str, value, blank=None):
-    """A widget's initial value, unless session state already holds its value (then ``blank``)."""
-    return blank if key in st.session_state else value
+    """The default a judgement widget declares to the browser: the value session state holds for
+    it, else ``value`` (the saved answer). A browser that has no value of its own for the widget
+    shows the declared default and sends it back: e.g. right after Back or Next it can send the
+    values of the item about to be shown again, then drop them with the widgets the last finished
+    run no longer drew, and mount them afresh. A declared blank there (a pre-ticked box unticked,
+    no rating) would come back as a change from the held value and be saved (:func:`_changed`):
+    an answer nobody gave. Only a value :func:`_show_saved` has just set gets ``blank``
+    (Streamlit sends that value to the browser itself, and warns about a default given too)."""
+    if key not in st.session_state:
+        return value
+    return blank if key in st.session_state.get("ann_pushed", ()) else st.session_state[key]
 
 
 def _sync(item: dict) -> None:
@@ -306,6 +317,7 @@ def judgement_widgets(store: Store, item: dict, annotator: str) -> None:
                 column_config={"segment": st.column_config.TextColumn("segment", disabled=True),
                                "record": st.column_config.SelectboxColumn("record", options=sv.record_options(item),
                                                                           required=True)})
+    st.session_state.pop("ann_pushed", None)  # drawn: sent to the browser
 
 
 def annotate_section(store: Store, campaign: dict, annotator: str) -> None:

@@ -183,6 +183,60 @@ def test_values_of_an_item_no_longer_shown_save_nothing(campaign: Store) -> None
     assert campaign.annotation(first, "alice")["version"] == 1
 
 
+def rerun_as_fresh_mount(at: AppTest, item: int) -> AppTest:
+    """Rerun as a browser does that mounted the item's judgement widgets afresh, with no value of
+    its own for them (it dropped them with the widgets a finished run no longer drew): it shows
+    and sends back what each widget declares as its default (its proto's ``default``)."""
+    states = WidgetStates()
+    states.CopyFrom(at._tree.get_widget_states())
+    widgets = {w.id: w for w in [*at.checkbox, *at.radio, *at.number_input, *at.text_area]
+               if w.key and w.key.startswith("ann_") and w.key.split("_")[2] == str(item)}
+    for state in states.widgets:
+        if state.id not in widgets:
+            continue
+        w = widgets[state.id]
+        state.ClearField("value")
+        if w.type == "checkbox":
+            state.bool_value = w.proto.default
+        elif w.proto.HasField("default"):  # none declared (no rating yet): nothing sent
+            if w.type == "radio":
+                state.string_value = w.proto.options[w.proto.default]
+            elif w.type == "number_input":
+                state.int_value = int(w.proto.default)
+            else:
+                state.string_value = w.proto.default
+    return at._run(states)
+
+
+def test_an_item_shown_again_declares_its_held_values(campaign: Store) -> None:
+    """Back right after Next can carry the item's own values back from the browser (sent before
+    the browser dropped them); the page then draws the item with those values held, and a
+    browser that has meanwhile dropped them mounts its widgets afresh, showing what each declares.
+    A declared blank (an unticked pre-ticked box, no rating) came back as a change nobody made and
+    was saved: the never-answered item of the reload-and-export browser test was exported."""
+    at = app()
+    first = shown_item(at)
+    shown = at._tree.get_widget_states()  # record 3 pre-ticked, as drawn
+    at.button(key="ann_next").click().run()
+    at.button(key="ann_back").click()
+    rerun_with_stale(at, shown)  # Back, sent before the browser dropped the first item's widgets
+    assert shown_item(at) == first
+    assert at.checkbox(key=f"ann_flag_{first}_2_missing").proto.default is True  # what a fresh mount shows
+    rerun_as_fresh_mount(at, first)
+    assert not at.exception
+    assert campaign.annotations("h") == []  # nothing clicked, nothing saved
+    assert at.checkbox(key=f"ann_flag_{first}_2_missing").value is True
+
+    at.radio(key=f"ann_flu_{first}").set_value(4).run()  # a rating held and shown again: not cleared
+    rated = at._tree.get_widget_states()
+    at.button(key="ann_next").click().run()
+    at.button(key="ann_back").click()
+    rerun_with_stale(at, rated)
+    rerun_as_fresh_mount(at, first)
+    a = campaign.annotation(first, "alice")
+    assert (a["fluency"], a["version"]) == (4, 1) and ticked(a) == {(2, "missing")}
+
+
 def test_alignment_table_and_results(campaign: Store) -> None:
     at = app()
     item = shown_item(at)
