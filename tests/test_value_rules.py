@@ -91,7 +91,7 @@ def test_lexicon_file_round_trip(tmp_path):
 def test_names_are_copied_whole(tiny_e2e):
     seg, pg = tiny_e2e
     recs = parse_e2e_mr("name[The Quiet Walrus], eatType[pub], near[Swan's Nest Lock]")
-    rules = ValueRules(frozenset(), absent=False, own=False)
+    rules = ValueRules({}, absent=False, own=False)
     names = {"quiet": ["quiet", "walrus"], "swan's": ["swan's", "nest", "lock"]}
     outs = [
         generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=p, rules=rules) for p in (None, [3, 2, 1])
@@ -105,6 +105,43 @@ def test_names_are_copied_whole(tiny_e2e):
                 seen += 1
                 assert toks[i : i + len(names[t])] == names[t], out.text
     assert seen >= 2
+
+
+def test_a_name_does_not_run_on_into_a_value():
+    from segviz.decode.rules import _ran_on, _run_on
+
+    vocab = Vocab(["tollgate", "3", "out", "of", "5", "star", "rating", "is", "high"])
+    lex = {"3": frozenset({"attr:customer rating", "value:customer rating=3 out of 5"}),
+           "star": frozenset({"attr:customer rating"}), "high": frozenset({"attr:priceRange"})}  # fmt: skip
+    rules = ValueRules(lex)
+    assert rules.value_bigrams["3"] == {"out"} and rules.value_bigrams["out"] == {"of"}
+    assert rules.run_on("3") == {"out", "3", "star"} and rules.run_on("tollgate") == set()
+    recs = parse_e2e_mr("name[Tollgate 3], customer rating[5 out of 5]")
+    name = (vocab.stoi["tollgate"], vocab.stoi["3"])
+    run_on = _run_on(vocab, [], recs, rules, [name])
+    assert {vocab.itos[i] for i in run_on[name]} == {"out", "3", "star"}
+    said = [vocab.stoi[w] for w in ("tollgate", "3")]
+    assert {vocab.itos[i] for i in _ran_on(said, run_on)} == {"out", "3", "star"}
+    assert _ran_on(said + [vocab.stoi["is"]], run_on) == [] and _ran_on(said[:1], run_on) == []
+    assert _run_on(vocab, [], recs, ValueRules(lex, names=False), [name]) == {}
+    plain = (vocab.stoi["tollgate"],)  # a name whose last word begins no value: nothing to ban
+    assert _run_on(vocab, [], parse_e2e_mr("name[Tollgate]"), rules, [plain]) == {}
+
+
+def test_decoding_keeps_an_unseen_name_from_running_on(tiny_e2e):
+    seg, pg = tiny_e2e
+    recs = parse_e2e_mr("name[Zorbleton 3], eatType[pub], customer rating[3 out of 5]")
+    lex = {"3": frozenset({"attr:customer rating"}), "rating": frozenset({"attr:customer rating"})}
+    rules = ValueRules(lex, absent=False, own=False)  # without the rule: "Zorbleton 3 rating and is a 3 5"
+    outs = [generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=p, rules=rules) for p in ([1, 3, 2], [1, 2, 3])]
+    outs.append(generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules))
+    named = 0
+    for out in outs:
+        toks = [t.lower() for t in out.tokens]
+        after = [toks[i + 2] for i in range(len(toks) - 2) if toks[i : i + 2] == ["zorbleton", "3"]]
+        named += bool(after)
+        assert not set(after) & {"out", "3", "rating"}, out.text
+    assert named >= 2  # the plan's name segments say the name, and something follows it
 
 
 def test_auto_applies_the_lexicon_rules_only_under_a_forced_plan():

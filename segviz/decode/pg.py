@@ -20,6 +20,8 @@ from segviz.decode.rules import (
     _just_said,
     _owed_after,
     _phrases,
+    _ran_on,
+    _run_on,
     repeated_ngram_ends,
 )
 from segviz.model import PGEncoding, PGModel
@@ -46,6 +48,7 @@ class _PGInput:
     beam: int
     no_repeat_ngram: int
     inner: list[int] = field(default_factory=list)  # ids said only after their name's first word
+    run_on: dict = field(default_factory=dict)  # unseen name -> ids that would run it on into a value
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -65,6 +68,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
             _force(logp[m], raw[m], h.owed)
         else:
             logp[m, _just_said(h.tokens, x.names)] = -math.inf
+            logp[m, _ran_on(h.tokens, x.run_on)] = -math.inf
             logp[m, x.inner] = -math.inf  # a name's later words only after its first
     return logp, alpha, state
 
@@ -94,7 +98,8 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban = _banned(n_ext)
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
-    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names))
+    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names),
+                 _run_on(vocab, enc_ex.oov, records, rules, names))  # fmt: skip
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

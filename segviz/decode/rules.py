@@ -12,6 +12,7 @@ import math
 import re
 import weakref
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 
@@ -95,6 +96,32 @@ class ValueRules:
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
+
+    @cached_property
+    def value_bigrams(self) -> dict[str, frozenset[str]]:
+        """Word -> the words that follow it inside a value the lexicon knows (``value:A=V``
+        features: "3" -> {"out"} from "3 out of 5"); the names rule keeps a copied name from
+        running on into one (:func:`_run_on`)."""
+        values = {f.split("=", 1)[1] for fs in self.lexicon.values() for f in fs if f.startswith("value:")}
+        return _bigrams(values)
+
+    @cached_property
+    def attribute_words(self) -> dict[str, frozenset[str]]:
+        """Attribute -> the lexicon words of its ``attr:A`` feature ("star", "3" for customer
+        rating)."""
+        out: dict[str, set[str]] = {}
+        for w, fs in self.lexicon.items():
+            for f in fs:
+                if f.startswith("attr:"):
+                    out.setdefault(f[5:], set()).add(w)
+        return {a: frozenset(ws) for a, ws in out.items()}
+
+    def run_on(self, word: str) -> frozenset[str]:
+        """Words that would read ``word``, a name's last word, on as a value: those that follow
+        it inside a value (:attr:`value_bigrams`) and, for a lexicon word, the other lexicon
+        words of its attributes ("3" -> "out", "star", "rating")."""
+        attrs = [f[5:] for f in self.lexicon.get(word, ()) if f.startswith("attr:")]
+        return self.value_bigrams.get(word, frozenset()).union(*(self.attribute_words[a] for a in attrs))
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
@@ -321,6 +348,39 @@ def _owed_after(owed: tuple, phrases: list[tuple], v: int) -> tuple:
     if owed:
         return owed[1:]
     return next((p[1:] for p in phrases if p[0] == v), ())
+
+
+def _bigrams(values) -> dict[str, frozenset[str]]:
+    """Word -> the words that follow it in one of ``values`` (lower-cased tokens)."""
+    out: dict[str, set[str]] = {}
+    for v in values:
+        toks = [t.lower() for t in tokenize(v)]
+        for a, b in zip(toks[:-1], toks[1:], strict=True):
+            out.setdefault(a, set()).add(b)
+    return {a: frozenset(bs) for a, bs in out.items()}
+
+
+def _run_on(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, phrases: list[tuple]
+) -> dict[tuple, list[int]]:
+    """Name of ``phrases`` -> ids that would run it on into a value (``rules.names``): the words
+    that follow its last word inside a value of the input, and :meth:`ValueRules.run_on`. An
+    unseen name ending in a digit, "Tollgate 3", is otherwise read on as a rating, in its own
+    segment or the next: "Tollgate 3 out of 5 is a coffee shop", "Tollgate 3 star coffee shop".
+    Names with no such word are left out."""
+    if not rules or not rules.names or not phrases:
+        return {}
+    given = _bigrams(r.value for r in records)
+    word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
+    follow = lambda w: rules.run_on(w) | given.get(w, frozenset())  # noqa: E731
+    out = {p: _ids(vocab, oov, set(follow(word(p[-1])))) for p in phrases}
+    return {p: ids for p, ids in out.items() if ids}
+
+
+def _ran_on(tokens: list[int], run_on: dict[tuple, list[int]]) -> list[int]:
+    """The words that may not come next because ``tokens`` end with a name of ``run_on``
+    (:func:`_run_on`), whichever record's segment the next word is in."""
+    return [t for p, ids in run_on.items() if len(tokens) >= len(p) and tuple(tokens[-len(p) :]) == p for t in ids]
 
 
 def _just_said(tokens: list[int], phrases: list[tuple]) -> list[int]:

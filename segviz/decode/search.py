@@ -32,6 +32,8 @@ from segviz.decode.rules import (
     _owed_after,
     _own_mask,
     _phrases,
+    _ran_on,
+    _run_on,
     _said_ids,
     _says_mask,
     _subject_phrases,
@@ -144,6 +146,7 @@ class _Input:
     own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words (own, values rules)
     phrases: dict  # k -> proper names that, once begun, are copied whole
     inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
+    run_on: dict  # unseen name -> ids that would run it on into a value (names rule)
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
@@ -250,6 +253,7 @@ class SegmentDecoder:
             own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
+            run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             func=func if content_rule else None,
@@ -334,12 +338,14 @@ class SegmentDecoder:
     @staticmethod
     def _mask_names(x: _Input, h: _SegHyp, row: torch.Tensor, raw: torch.Tensor) -> None:
         """``ValueRules.names``: a proper name being copied leaves only its next token (with its
-        unmasked score); a name just said whole may not repeat its words at once ("Café café"); a
-        name's later words come only after its first ("Castle Bridge", not "Bridge")."""
+        unmasked score); a name just said whole may not repeat its words at once ("Café café") nor
+        run on into a value ("Tollgate 3 out of 5", :func:`_run_on`); a name's later words come only
+        after its first ("Castle Bridge", not "Bridge")."""
         if h.owed:
             _force(row, raw, h.owed)
         else:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
+            row[_ran_on(h.tokens, x.run_on)] = -math.inf
             row[x.inner.get(h.k, [])] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
