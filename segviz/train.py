@@ -186,7 +186,9 @@ class Run:
 
 def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[TrainConfig, ModelConfig, Vocab, bool]:
     """``--resume``: the vocabulary and configs stored in ``out``; loss and regularisation settings
-    may change, sizes may not (the weights fix them). Also whether the stored run was ``--clean``."""
+    may change, sizes may not (the weights fix them). A ``--val-half`` given replaces the stored
+    one (``all``, the default, keeps it). Also whether the validation set changed (newly
+    ``--clean``, or another half): its losses cannot be compared with the stored best."""
     vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
     stored = ckpt._read_json(out / "config.json", "config")
     changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
@@ -194,22 +196,24 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     if ignored:
         log.warning("on --resume the stored sizes are kept; ignoring %s", ignored)
     mcfg = ModelConfig.from_json({**stored["model"], **changeable})
-    was_clean = stored["train"].get("clean", False)
+    was_clean, was_half = stored["train"].get("clean", False), stored["train"].get("val_half", "all")
+    half = tcfg.val_half if tcfg.val_half != "all" else was_half
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
-                          "substitute": tcfg.substitute, "word_dropout": tcfg.word_dropout})
-    return tcfg, mcfg, vocab, was_clean
+                          "substitute": tcfg.substitute, "word_dropout": tcfg.word_dropout, "val_half": half})
+    return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half
 
 
-def _resume_state(out: Path, model, optimizer, fresh: dict, clean_now: bool, resume_lr: float | None) -> dict:
+def _resume_state(out: Path, model, optimizer, fresh: dict, new_val: bool, resume_lr: float | None) -> dict:
     """The early-stopping state saved after the last finished epoch in ``out`` (``fresh`` if none);
-    a newly ``--clean`` validation set resets the best loss, ``--lr`` replaces the rate."""
+    another validation set (``new_val``: newly ``--clean``, another ``--val-half``) resets the best
+    loss, ``--lr`` replaces the rate."""
     state = ckpt.load_resume(out, model, optimizer)
     if state is None:
         log.info("nothing to resume in %s; starting fresh", out)
         return fresh
     log.info("resuming %s after epoch %d", out, state["epoch"])
-    if clean_now:  # another validation set: its losses start afresh
-        log.info("--clean from epoch %d on: best validation loss reset", state["epoch"] + 1)
+    if new_val:  # another validation set: its losses start afresh
+        log.info("another validation set from epoch %d on: best validation loss reset", state["epoch"] + 1)
         state["best"], state["bad"] = math.inf, 0
     if resume_lr is not None:
         log.info("learning rate %g -> %g (--lr on --resume)", state["lr"], resume_lr)
@@ -230,9 +234,9 @@ def setup(tcfg: TrainConfig, mcfg_overrides: dict, out: Path, data_dir: Path | N
     if not par.main:
         log.setLevel(logging.WARNING)
     torch.manual_seed(tcfg.seed)
-    out, was_clean = Path(out), False
+    out, new_val = Path(out), False
     if resume and (out / "vocab.json").exists():
-        tcfg, mcfg, vocab, was_clean = _stored_config(tcfg, mcfg_overrides, out)
+        tcfg, mcfg, vocab, new_val = _stored_config(tcfg, mcfg_overrides, out)
         _, _, enc_train, enc_dev = prepare(tcfg, {}, data_dir, vocab)
     else:
         vocab, mcfg, enc_train, enc_dev = prepare(tcfg, mcfg_overrides, data_dir)
@@ -240,7 +244,7 @@ def setup(tcfg: TrainConfig, mcfg_overrides: dict, out: Path, data_dir: Path | N
     optimizer = torch.optim.Adam(model.parameters(), lr=tcfg.lr)
     state = {"epoch": 0, "best": math.inf, "bad": 0, "lr": tcfg.lr, "history": []}
     if resume:
-        state = _resume_state(out, model, optimizer, state, tcfg.clean and not was_clean, resume_lr)
+        state = _resume_state(out, model, optimizer, state, new_val, resume_lr)
     log.info("%s %s: %d train / %d dev examples, V=%d, %s on %s x %d process(es), %d thread(s) each",
              tcfg.dataset, tcfg.model, len(enc_train), len(enc_dev), len(vocab), mcfg, device, par.world, torch.get_num_threads())
     return Run(tcfg, vocab, enc_train, enc_dev, Trainer(model, optimizer, device, par, amp, tcfg.clip, tcfg.word_dropout), state, out)

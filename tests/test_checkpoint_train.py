@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import pickle
 
 import pytest
@@ -177,6 +178,24 @@ def test_val_half_keeps_only_that_half_of_dev_and_bad_values_are_refused():
     assert len(dev) == sum(half_of(e.records) == "tune" for e in full) and 0 < len(dev) < len(full)
     with pytest.raises(DataError, match="--val-half"):
         prepare(TrainConfig(dataset="e2e", max_examples=16, val_half="test"), {}, None)
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_resume_takes_a_val_half_given_and_resets_the_best_loss(tmp_path):
+    from segviz.train import _resume_state, _stored_config
+
+    small = {"hidden": 16, "emb_dim": 8, "max_seg_len": 4}
+    fit(TrainConfig(dataset="e2e", model="pg", epochs=1, max_examples=16, max_val_examples=8, threads=1), small, tmp_path / "r")
+    kept = _stored_config(TrainConfig(dataset="e2e", epochs=2), {}, tmp_path / "r")
+    assert kept[0].val_half == "all" and kept[3] is False  # nothing given: the stored validation set
+    tcfg, _, _, new_val = _stored_config(TrainConfig(dataset="e2e", epochs=2, val_half="tune"), {}, tmp_path / "r")
+    assert tcfg.val_half == "tune" and new_val is True and tcfg.max_examples == 16
+    model = ckpt.load(tmp_path / "r").model
+    opt = torch.optim.Adam(model.parameters())
+    assert math.isfinite(_resume_state(tmp_path / "r", model, opt, {}, False, None)["best"])
+    assert _resume_state(tmp_path / "r", model, opt, {}, True, None)["best"] == math.inf
+    fit(TrainConfig(dataset="e2e", model="pg", epochs=2, threads=1, val_half="tune"), {}, tmp_path / "r", resume=True)
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["val_half"] == "tune"
 
 
 def test_time_limit_stops_before_an_epoch_that_would_overrun(monkeypatch):
