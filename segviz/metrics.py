@@ -19,6 +19,7 @@ This module is a leaf: it imports nothing of segviz.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -26,8 +27,6 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-
-import importlib.util
 
 import sacrebleu
 

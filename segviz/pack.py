@@ -17,7 +17,6 @@ import sys
 import tarfile
 from pathlib import Path
 
-import torch
 from safetensors.torch import load, load_file, save, save_file
 
 JSON_FILES = ("config.json", "vocab.json", "history.json", "lexicon.json", "metrics.json")
