@@ -128,31 +128,6 @@ def test_a_name_does_not_run_on_into_a_value():
     assert _run_on(vocab, [], parse_e2e_mr("name[Tollgate]"), rules, [plain]) == {}
 
 
-def test_a_later_word_of_a_name_gives_its_probability_to_the_first():
-    import math
-
-    import torch
-
-    from segviz.decode.rules import _begin, _starts
-
-    vocab = Vocab(["st", ".", "near", "the"])
-    oov = ["agnes", "quay"]
-    name = (vocab.stoi["st"], vocab.stoi["."], len(vocab), len(vocab) + 1)  # st . agnes quay
-    starts = _starts(vocab, oov, [name])
-    assert starts == [(name, [len(vocab), len(vocab) + 1])]  # "." is a function word: not a later word
-    row = torch.log(torch.tensor([0.05] * len(vocab) + [0.3, 0.1]))
-    first = vocab.stoi["st"]
-    _begin(row, starts, [vocab.stoi["near"]])
-    assert math.isclose(float(row[first].exp()), 0.05 + 0.4, rel_tol=1e-5)
-    said = torch.log(torch.tensor([0.05] * len(vocab) + [0.3, 0.1]))
-    _begin(said, starts, [vocab.stoi["near"], *name, vocab.stoi["the"]])  # said already: left alone
-    assert math.isclose(float(said[first].exp()), 0.05, rel_tol=1e-5)
-    banned = row.clone()
-    banned[first] = -math.inf  # a first word another rule bans stays banned
-    _begin(banned, starts, [])
-    assert banned[first] == -math.inf
-
-
 def test_decoding_keeps_an_unseen_name_from_running_on(tiny_e2e):
     seg, pg = tiny_e2e
     recs = parse_e2e_mr("name[Zorbleton 3], eatType[pub], customer rating[3 out of 5]")

@@ -15,7 +15,6 @@ from segviz.decode.beam import NO_REPEAT_NGRAM, _banned, _beam_done, _prepare, _
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
-    _begin,
     _force,
     _inner_ids,
     _just_said,
@@ -23,7 +22,6 @@ from segviz.decode.rules import (
     _phrases,
     _ran_on,
     _run_on,
-    _starts,
     repeated_ngram_ends,
 )
 from segviz.model import PGEncoding, PGModel
@@ -51,7 +49,6 @@ class _PGInput:
     no_repeat_ngram: int
     inner: list[int] = field(default_factory=list)  # ids said only after their name's first word
     run_on: dict = field(default_factory=dict)  # unseen name -> ids that would run it on into a value
-    starts: list = field(default_factory=list)  # (name, later ids) of each name (_begin)
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -72,8 +69,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
         else:
             logp[m, _just_said(h.tokens, x.names)] = -math.inf
             logp[m, _ran_on(h.tokens, x.run_on)] = -math.inf
-            _begin(logp[m], x.starts, h.tokens)  # a name's later words only after its first, which takes their probability
-            logp[m, x.inner] = -math.inf
+            logp[m, x.inner] = -math.inf  # a name's later words only after its first
     return logp, alpha, state
 
 
@@ -103,7 +99,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names),
-                 _run_on(vocab, enc_ex.oov, records, rules, names), _starts(vocab, enc_ex.oov, names))  # fmt: skip
+                 _run_on(vocab, enc_ex.oov, records, rules, names))  # fmt: skip
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

@@ -327,32 +327,6 @@ def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple]) -> list[int]:
     return sorted(t for t in inner if not is_function_word(word(t)))
 
 
-def _starts(vocab: Vocab, oov: list[str], phrases: list[tuple]) -> list[tuple[tuple, list[int]]]:
-    """(name, later ids) of each of ``phrases`` (unseen names) that has later words only it
-    continues (:func:`_inner_ids`), for :func:`_begin`."""
-    inner = set(_inner_ids(vocab, oov, phrases))
-    return [(p, sorted(set(p[1:]) & inner)) for p in phrases if set(p[1:]) & inner]
-
-
-def _begin(row: torch.Tensor, starts: list[tuple[tuple, list[int]]], tokens: list[int]) -> None:
-    """Move the probability of a name's later words onto its first word while the name has not
-    been said yet and its first word is allowed (``rules.names``): a model that wants to copy
-    "Agnes" of an unseen "St. Agnes Quay" begins the name with "St", instead of losing that wish
-    to the ban on later words before the first (a first word the vocabulary holds, "st", it
-    hardly ever generates: the segment wandered, "near the city centre and is in the area near
-    to the St. Agnes Quay"). ``row`` (n_ext,) of log-probabilities after ``tokens``, changed in
-    place; the caller bans the later words after this."""
-    for name, later in starts:
-        if math.isfinite(float(row[name[0]])) and not _said(tokens, name):
-            row[name[0]] = torch.logaddexp(row[name[0]], torch.logsumexp(row[later], 0))
-
-
-def _said(tokens: list[int], name: tuple) -> bool:
-    """Whether ``tokens`` hold ``name``."""
-    n = len(name)
-    return any(tuple(tokens[i : i + n]) == name for i in range(len(tokens) - n + 1))
-
-
 def _subject_phrases(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, seen_too: bool = False
 ) -> dict[int, tuple]:

@@ -24,7 +24,6 @@ from segviz.decode.beam import _banned, _beam_done, _prepare, _ranked
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
-    _begin,
     _force,
     _function_mask,
     _inner_ids,
@@ -37,7 +36,6 @@ from segviz.decode.rules import (
     _run_on,
     _said_ids,
     _says_mask,
-    _starts,
     _subject_phrases,
     _value_ids,
     _values_mask,
@@ -148,7 +146,6 @@ class _Input:
     own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words (own, values rules)
     phrases: dict  # k -> proper names that, once begun, are copied whole
     inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
-    starts: dict  # k -> (name, later ids) of its names: later words' probability goes to the first (names rule)
     run_on: dict  # unseen name -> ids that would run it on into a value (names rule)
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
@@ -256,7 +253,6 @@ class SegmentDecoder:
             own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
-            starts={k: _starts(vocab, oov, ps) for k, ps in phrases.items()},
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
@@ -344,14 +340,12 @@ class SegmentDecoder:
         """``ValueRules.names``: a proper name being copied leaves only its next token (with its
         unmasked score); a name just said whole may not repeat its words at once ("Café café") nor
         run on into a value ("Tollgate 3 out of 5", :func:`_run_on`); a name's later words come only
-        after its first ("Castle Bridge", not "Bridge"), which takes their probability
-        (:func:`_begin`)."""
+        after its first ("Castle Bridge", not "Bridge")."""
         if h.owed:
             _force(row, raw, h.owed)
         else:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
             row[_ran_on(h.tokens, x.run_on)] = -math.inf
-            _begin(row, x.starts.get(h.k, []), h.tokens)
             row[x.inner.get(h.k, [])] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
