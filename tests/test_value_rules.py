@@ -128,6 +128,25 @@ def test_a_name_does_not_run_on_into_a_value():
     assert _run_on(vocab, [], parse_e2e_mr("name[Tollgate]"), rules, [plain]) == {}
 
 
+def test_a_value_inside_a_longer_entity_is_not_a_mention():
+    from segviz.decode.rules import _entities
+    from segviz.decode.search import _alone, _longer
+    from segviz.records import Record
+
+    vocab = Vocab(["angola", "international", "airport", "is", "in", "icolo", "e", "bengo", ",", "."])
+    recs = [Record("location", "Icolo_e_Bengo", "Angola_International_Airport"), Record("country", "Angola", "Icolo_e_Bengo")]
+    ids = lambda text: [vocab.stoi[w] for w in text.split()]  # noqa: E731
+    entities = _entities(vocab, [], recs)
+    assert tuple(ids("angola international airport")) in entities and tuple(ids("icolo e bengo")) in entities
+    longer = _longer({2: ids("angola")}, entities)
+    assert longer == {2: [tuple(ids("angola international airport"))]}
+    angola = tuple(ids("angola"))
+    assert not _alone(ids("angola"), angola, longer[2])  # may still become the airport's name
+    assert not _alone(ids("angola international airport is in icolo e bengo ,"), angola, longer[2])
+    assert _alone(ids("angola international airport is in icolo e bengo , angola ."), angola, longer[2])
+    assert _alone(ids("angola ."), angola, longer[2])  # the prefix broke off: said alone
+
+
 def test_decoding_keeps_an_unseen_name_from_running_on(tiny_e2e):
     seg, pg = tiny_e2e
     recs = parse_e2e_mr("name[Zorbleton 3], eatType[pub], customer rating[3 out of 5]")

@@ -59,6 +59,19 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
     return out
 
 
+def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple]:
+    """Extended-id sequences of the input's values and subjects (underscores read as spaces),
+    those the vocabulary and the source OOV words can spell."""
+    out = set()
+    for r in records:
+        for text in (r.value, r.subject or ""):
+            toks = [t.lower() for t in tokenize(text.replace("_", " "))]
+            ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in toks]
+            if ids and None not in ids:
+                out.add(tuple(ids))
+    return sorted(out)
+
+
 def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
     """Records whose value ends exactly at the last token of ``tokens``."""
     return frozenset(k for k, ids in values.items() if tokens[-len(ids) :] == ids)

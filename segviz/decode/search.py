@@ -27,6 +27,7 @@ from segviz.decode.rules import (
     _force,
     _function_mask,
     _inner_ids,
+    _entities,
     _just_said,
     _mentioned_now,
     _owed_after,
@@ -66,11 +67,52 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     subject (names rule, WebNLG) counts only once its subject is in the text too: the object
     alone ("... home to Ladywell Fields") does not state the triple (Halberd_Court | location |
     Ladywell_Fields). Such a record also counts when its subject comes after its value."""
-    now = _mentioned_now(x.values, tokens)
+    now = _mentioned_now({k: ids for k, ids in x.values.items() if k not in x.longer}, tokens)
+    now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
     if not x.subjects:
         return now
-    late = {k for k, ids in x.values.items() if k in x.subjects and _has(tokens, tuple(ids))}
+    late = {k for k, ids in x.values.items() if k in x.subjects and _alone(tokens, tuple(ids), x.longer.get(k, []))}
     return frozenset(k for k in now | late if _has(tokens, x.subjects.get(k)))
+
+
+def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
+    """Whether ``tokens`` say ``phrase`` (a value) outside the longer entities of the input that
+    hold it, as far as the tokens so far tell: an occurrence inside an occurrence of one of
+    ``longer``, or one that may still grow into one (the tokens end inside its prefix), does not
+    count yet. The object "Angola" of (Ícolo_e_Bengo | country | Angola) is not said by "Angola
+    International Airport": taken as said, it made +R / +RM skip the record and repeat "ícolo e
+    bengo" instead ("… is located in icolo e bengo, Ícolo e Bengo")."""
+    n, T = len(phrase), len(tokens)
+    for i in range(T - n + 1):
+        if tuple(tokens[i : i + n]) != phrase:
+            continue
+        if not any(_within(tokens, i, n, e) for e in longer):
+            return True
+    return False
+
+
+def _within(tokens: list[int], i: int, n: int, entity: tuple) -> bool:
+    """Whether the ``n`` tokens at ``i`` lie inside an occurrence of ``entity`` that is said, or
+    that the tokens so far may still complete (they end inside it)."""
+    for j in range(len(entity) - n + 1):
+        start = i - j
+        if start < 0 or tuple(entity[j : j + n]) != tuple(tokens[i : i + n]):
+            continue
+        seen = tuple(tokens[start : start + len(entity)])
+        if seen == entity[: len(seen)]:  # said whole, or still a prefix at the end of the tokens
+            return True
+    return False
+
+
+def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, list[tuple]]:
+    """Record id -> the input's entities longer than its value that hold it (``values``: its ids)."""
+    out = {}
+    for k, ids in values.items():
+        v, n = tuple(ids), len(ids)
+        holds = [e for e in entities if len(e) > n and any(e[j : j + n] == v for j in range(len(e) - n + 1))]
+        if holds:
+            out[k] = holds
+    return out
 
 
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -149,6 +191,7 @@ class _Input:
     run_on: dict  # unseen name -> ids that would run it on into a value (names rule)
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
+    longer: dict  # k -> the input's subjects and values longer than its value that hold it (a mention inside one does not count)
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
@@ -246,6 +289,7 @@ class SegmentDecoder:
         if mentions is None:
             mentions = level.counts_realised and not planned
         func = _function_mask(vocab, oov)  # (n_ext,): the content rule and filler segments read it
+        values = _value_ids(vocab, oov, records) if mentions else {}  # k -> ids of a specific value
         return _Input(
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
@@ -256,9 +300,10 @@ class SegmentDecoder:
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
+            longer=_longer(values, _entities(vocab, oov, records)),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
-            values=_value_ids(vocab, oov, records) if mentions else {},
+            values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
