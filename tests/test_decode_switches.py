@@ -255,10 +255,10 @@ def test_a_record_with_an_unseen_subject_is_mentioned_only_with_its_subject():
 
     from segviz.decode.search import _mentioned_with_subjects
 
-    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, subjects={1: (7, 8)})
+    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, subjects={1: (7, 8)}, longer={})
     assert _mentioned_with_subjects(x, [3, 5, 6]) == frozenset()  # object alone
     assert _mentioned_with_subjects(x, [7, 8, 4, 5, 6]) == {1}  # subject, then object
     assert _mentioned_with_subjects(x, [5, 6, 4, 7, 8]) == {1}  # object, then subject
     assert _mentioned_with_subjects(x, [7, 8, 9]) == {2}  # no subject owed: as before
-    plain = SimpleNamespace(values={1: [5, 6]}, subjects={})  # names rule off: the paper's mentions
+    plain = SimpleNamespace(values={1: [5, 6]}, subjects={}, longer={})  # names rule off: the paper's mentions
     assert _mentioned_with_subjects(plain, [5, 6]) == {1}
