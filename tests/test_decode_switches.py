@@ -255,10 +255,33 @@ def test_a_record_with_an_unseen_subject_is_mentioned_only_with_its_subject():
 
     from segviz.decode.search import _mentioned_with_subjects
 
-    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, subjects={1: (7, 8)}, longer={})
+    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, said_subjects={1: (7, 8)}, longer={})
     assert _mentioned_with_subjects(x, [3, 5, 6]) == frozenset()  # object alone
     assert _mentioned_with_subjects(x, [7, 8, 4, 5, 6]) == {1}  # subject, then object
     assert _mentioned_with_subjects(x, [5, 6, 4, 7, 8]) == {1}  # object, then subject
     assert _mentioned_with_subjects(x, [7, 8, 9]) == {2}  # no subject owed: as before
-    plain = SimpleNamespace(values={1: [5, 6]}, subjects={}, longer={})  # names rule off: the paper's mentions
+    plain = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={})  # names rule off: the paper's mentions
     assert _mentioned_with_subjects(plain, [5, 6]) == {1}
+
+
+def test_a_named_subject_is_needed_for_a_mention_even_when_seen(tiny):
+    """WebNLG +RM took "Gujarat" in "Anandiben Patel is the leader of Gujarat where ..." for
+    (Amdavad_ni_Gufa | location | Gujarat), so that record could no longer have its segment and
+    +RM found another, worse text: every named subject, seen in training or not, is needed."""
+    from segviz import checkpoint
+    from segviz.constraints import constraint
+    from segviz.decode import value_rules
+    from segviz.decode.search import SegmentDecoder, _mentioned_with_subjects
+    from segviz.records import Record
+
+    seg = checkpoint.load(tiny / "webnlg-seg")
+    recs = [Record("leaderName", "Anandiben_Patel", "Gujarat"), Record("location", "Gujarat", "Amdavad_ni_Gufa")]
+    dec = SegmentDecoder(seg.model, seg.vocab)
+    x = dec._input(recs, constraint("rm"), 2, None, None, None, None, None, 3, value_rules("auto", {}))
+    assert set(x.said_subjects) == {1, 2}
+    words = seg.vocab.itos + x.oov
+    ids = lambda text: [words.index(w) for w in text.split()]  # noqa: E731
+    assert _mentioned_with_subjects(x, ids("anandiben patel gujarat")) == {1}  # not Amdavad's location
+    assert _mentioned_with_subjects(x, ids("amdavad ni gufa gujarat")) == {2}
+    off = dec._input(recs, constraint("rm"), 2, None, None, None, None, None, 3, None)  # the paper's rules
+    assert off.said_subjects == {} and 2 in _mentioned_with_subjects(off, ids("gujarat"))

@@ -63,16 +63,18 @@ def _owed_len(x, h) -> int:
 
 
 def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
-    """Records said verbatim by ``tokens`` (``_mentioned_now``), where a record with an unseen
+    """Records said verbatim by ``tokens`` (``_mentioned_now``), where a record with a named
     subject (names rule, WebNLG) counts only once its subject is in the text too: the object
     alone ("... home to Ladywell Fields") does not state the triple (Halberd_Court | location |
-    Ladywell_Fields). Such a record also counts when its subject comes after its value."""
+    Ladywell_Fields), nor does "Gujarat" in "Anandiben Patel is the leader of Gujarat" state
+    (Amdavad_ni_Gufa | location | Gujarat). Such a record also counts when its subject comes
+    after its value."""
     now = _mentioned_now({k: ids for k, ids in x.values.items() if k not in x.longer}, tokens)
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
-    if not x.subjects:
+    if not x.said_subjects:
         return now
-    late = {k for k, ids in x.values.items() if k in x.subjects and _alone(tokens, tuple(ids), x.longer.get(k, []))}
-    return frozenset(k for k in now | late if _has(tokens, x.subjects.get(k)))
+    late = {k for k, ids in x.values.items() if k in x.said_subjects and _alone(tokens, tuple(ids), x.longer.get(k, []))}
+    return frozenset(k for k in now | late if _has(tokens, x.said_subjects.get(k)))
 
 
 def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
@@ -191,6 +193,7 @@ class _Input:
     run_on: dict  # unseen name -> ids that would run it on into a value (names rule)
     must: dict  # k -> proper names record k's segment must say before it ends
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
+    said_subjects: dict  # k -> its named subject's ids: its value counts as a mention only with them (names rule)
     longer: dict  # k -> the input's subjects and values longer than its value that hold it (a mention inside one does not count)
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
@@ -300,6 +303,7 @@ class SegmentDecoder:
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
+            said_subjects=_subject_phrases(vocab, oov, records, rules, seen_too=True) if mentions else {},
             longer=_longer(values, _entities(vocab, oov, records)),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
