@@ -393,12 +393,17 @@ def _run_on(
 def _ran_on(tokens: list[int], run_on: dict[tuple, list[int]]) -> list[int]:
     """The words that may not come next because ``tokens`` end with a name of ``run_on``
     (:func:`_run_on`), whichever record's segment the next word is in."""
-    return [t for p, ids in run_on.items() if len(tokens) >= len(p) and tuple(tokens[-len(p) :]) == p for t in ids]
+    return [t for p, ids in run_on.items() if _ends_with(tokens, p) for t in ids]
 
 
 def _just_said(tokens: list[int], phrases: list[tuple]) -> list[int]:
     """The words of a name that ``tokens`` end with (not to be repeated right away)."""
-    return [t for p in phrases if len(tokens) >= len(p) and tuple(tokens[-len(p) :]) == p for t in p]
+    return [t for p in phrases if _ends_with(tokens, p) for t in p]
+
+
+def _ends_with(tokens: list[int], phrase: tuple) -> bool:
+    """Whether ``tokens`` end with ``phrase``."""
+    return len(tokens) >= len(phrase) and tuple(tokens[-len(phrase) :]) == phrase
 
 
 def _force(row: torch.Tensor, raw: torch.Tensor, owed: tuple) -> None:

@@ -24,10 +24,10 @@ from segviz.decode.beam import _banned, _beam_done, _prepare, _ranked
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
+    _entities,
     _force,
     _function_mask,
     _inner_ids,
-    _entities,
     _just_said,
     _mentioned_now,
     _owed_after,
