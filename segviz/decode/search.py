@@ -69,7 +69,7 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     Ladywell_Fields), nor does "Gujarat" in "Anandiben Patel is the leader of Gujarat" state
     (Amdavad_ni_Gufa | location | Gujarat). Such a record also counts when its subject comes
     after its value."""
-    now = _mentioned_now({k: ids for k, ids in x.values.items() if k not in x.longer}, tokens)
+    now = {k for k in _mentioned_now(x.values, tokens) if k not in x.longer}
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
     if not x.said_subjects:
         return now
@@ -84,23 +84,21 @@ def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
     count yet. The object "Angola" of (Ícolo_e_Bengo | country | Angola) is not said by "Angola
     International Airport": taken as said, it made +R / +RM skip the record and repeat "ícolo e
     bengo" instead ("… is located in icolo e bengo, Ícolo e Bengo")."""
-    n, T = len(phrase), len(tokens)
-    for i in range(T - n + 1):
-        if tuple(tokens[i : i + n]) != phrase:
-            continue
-        if not any(_within(tokens, i, n, e) for e in longer):
-            return True
-    return False
+    n = len(phrase)
+    return any(
+        tuple(tokens[i : i + n]) == phrase and not any(_within(tokens, i, phrase, e) for e in longer)
+        for i in range(len(tokens) - n + 1)
+    )
 
 
-def _within(tokens: list[int], i: int, n: int, entity: tuple) -> bool:
-    """Whether the ``n`` tokens at ``i`` lie inside an occurrence of ``entity`` that is said, or
+def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
+    """Whether ``phrase``, said at ``i``, lies inside an occurrence of ``entity`` that is said, or
     that the tokens so far may still complete (they end inside it)."""
+    n = len(phrase)
     for j in range(len(entity) - n + 1):
-        start = i - j
-        if start < 0 or tuple(entity[j : j + n]) != tuple(tokens[i : i + n]):
+        if i - j < 0 or entity[j : j + n] != phrase:
             continue
-        seen = tuple(tokens[start : start + len(entity)])
+        seen = tuple(tokens[i - j : i - j + len(entity)])
         if seen == entity[: len(seen)]:  # said whole, or still a prefix at the end of the tokens
             return True
     return False
