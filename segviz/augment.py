@@ -29,6 +29,10 @@ _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "a", "e", "i", "o", "é", 
 _CODAS = ("", "", "n", "r", "l", "s", "m", "ck", "nd", "rt")
 _PATTERNS = ("{A}", "The {A}", "{A} {B}", "The {A} {B}", "{A}'s", "{A} & {B}", "Café {A}", "{A} {n}", "{A}-on-{B}",
              "The {A} of {B}")  # fmt: skip
+# ``train --abbreviations`` (off = the patterns above only): names with an abbreviation's full stop
+# inside them, as real places and venues have ("St. Agnes Quay", "Dr. Brown's"): the stop is a
+# token of its own, which a model that never copied one through reads as the end of a sentence.
+_ABBREVIATED = ("St. {A}", "St. {A} {B}", "Mt. {A}", "Dr. {A}'s", "Ft. {A} {B}")
 _FORBIDDEN = {v.lower() for v in NAMES + PLACES}
 
 
@@ -44,10 +48,12 @@ def _word(rng: random.Random, pool: list[str]) -> str:
     return "".join(syl).capitalize()
 
 
-def random_name(rng: random.Random, pool: list[str] = ()) -> str:
-    """A made-up name such as "The Brouthal Lantern", "Krimor's" or "Vaslo 17"."""
+def random_name(rng: random.Random, pool: list[str] = (), abbreviations: bool = False) -> str:
+    """A made-up name such as "The Brouthal Lantern", "Krimor's" or "Vaslo 17" (with
+    ``abbreviations`` also "St. Brouthal" or "Dr. Krimor's")."""
+    patterns = _PATTERNS + _ABBREVIATED if abbreviations else _PATTERNS
     while True:
-        name = rng.choice(_PATTERNS).format(A=_word(rng, pool), B=_word(rng, pool), n=rng.randint(2, 99))
+        name = rng.choice(patterns).format(A=_word(rng, pool), B=_word(rng, pool), n=rng.randint(2, 99))
         if name.lower() not in _FORBIDDEN:
             return name
 
@@ -99,14 +105,16 @@ def _inside(short: list[str], long: list[str]) -> bool:
     return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
-def substitute_example(dataset: str, ex: Example, rng: random.Random, pool: list[str] = ()) -> Example:
+def substitute_example(
+    dataset: str, ex: Example, rng: random.Random, pool: list[str] = (), abbreviations: bool = False
+) -> Example:
     """``ex`` with its names (E2E ``name`` / ``near``; WebNLG named subjects and objects)
     replaced by :func:`random_name` values wherever that keeps records and reference in step."""
     table, kept, target = {}, [], ex.target
     names = _names(dataset, ex.records)
     for value in names:
         others = set().union(*(_content(_entity_tokens(v)) for v in names if v != value))
-        new = random_name(rng, pool)
+        new = random_name(rng, pool, abbreviations)
         new_value = new.replace(" ", datasets.get(dataset).space)
         old_toks = _entity_tokens(value)
         replaced = (
@@ -125,10 +133,15 @@ def substitute_example(dataset: str, ex: Example, rng: random.Random, pool: list
     return Example(ex.key + "#sub", records, target, ex.refs)
 
 
-def substitute_values(dataset: str, examples: list[Example], share: float, seed: int) -> list[Example]:
+def substitute_values(
+    dataset: str, examples: list[Example], share: float, seed: int, abbreviations: bool = False
+) -> list[Example]:
     """A seeded share ``share`` of ``examples`` passed through :func:`substitute_example`, with
     half of the name words drawn from the references' own words (:func:`word_pool`)."""
     if share <= 0:
         return examples
     rng, pool = random.Random(seed), word_pool(examples)
-    return [substitute_example(dataset, ex, rng, pool) if rng.random() < share else ex for ex in examples]
+    return [
+        substitute_example(dataset, ex, rng, pool, abbreviations) if rng.random() < share else ex
+        for ex in examples
+    ]

@@ -75,6 +75,7 @@ class TrainConfig:
     val_subset: int = 500  # dev examples used by the in-epoch validation
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
     substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
+    abbreviations: bool = False  # invented names also with an abbreviation's full stop ("St. Brouthal"; segviz.augment)
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
     word_dropout: float = 0.0  # share of decoder input words replaced by <unk> while training (0 = the paper)
 
@@ -123,7 +124,7 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     if tcfg.clean:
         train, dev = clean_examples(tcfg.dataset, train), clean_examples(tcfg.dataset, dev)
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
-    train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed)  # after the vocabulary
+    train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed, tcfg.abbreviations)  # after the vocabulary
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
     enc_train = [encode(vocab, e.records, e.target) for e in train]
     enc_dev = [encode(vocab, e.records, e.target) for e in dev]
@@ -199,7 +200,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     was_clean, was_half = stored["train"].get("clean", False), stored["train"].get("val_half", "all")
     half = tcfg.val_half if tcfg.val_half != "all" else was_half
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
-                          "substitute": tcfg.substitute, "word_dropout": tcfg.word_dropout, "val_half": half})
+                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "word_dropout": tcfg.word_dropout, "val_half": half})
     return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half
 
 

@@ -82,3 +82,17 @@ def test_init_fine_tunes_a_checkpoint_with_substitution(tiny, tmp_path):
     base = ckpt.load(tiny / "e2e-seg")
     assert [e["epoch"] for e in c.history] == [1, 2, 3, 4] and c.history[-1]["lr"] == 0.001
     assert c.config["train"]["substitute"] == 0.5 and c.vocab == base.vocab
+
+
+def test_abbreviated_names_change_records_and_reference_together():
+    """``--abbreviations``: names with a full stop inside ("St. Brouthal") travel to the
+    reference token by token, the stop included; without the switch no name has one."""
+    rng = random.Random(5)
+    plain = {augment.random_name(rng) for _ in range(2000)}
+    dotted = {augment.random_name(rng, abbreviations=True) for _ in range(2000)}
+    assert not any("." in n for n in plain) and sum("." in n for n in dotted) > 300
+    ex = _ex(parse_e2e_mr("name[The Eagle], near[Café Brazil]"), "The Eagle is near Café Brazil.")
+    outs = [augment.substitute_example("e2e", ex, random.Random(s), abbreviations=True) for s in range(40)]
+    out = next(o for o in outs if "." in o.records[1].value)
+    near = tokenize(out.records[1].value)
+    assert near[1] == "." and " ".join(near) in " ".join(out.target) and out.target[-1] == "."
