@@ -226,7 +226,9 @@ def _said_ids(
     words of its ``value:`` or ``tok:`` features ("moderately" for ``priceRange[moderate]``,
     "families" for ``familyFriendly[yes]``), and for a yes / no value any word of its attribute
     ("friendly"); negations, and words of another record's value, never. Words of an attribute
-    alone ("serving", "rating") do not state a value and do not count."""
+    alone ("serving", "rating") do not state a value and do not count, unless the word is the
+    record's own one-word value and the lexicon ties it to that attribute only ("cheap" of
+    ``priceRange[cheap]``, unlike "low", which rates a price and a customer rating alike)."""
     if not rules or not rules.paraphrases or not rules.lexicon:
         return {}
     from segviz.lexicon import features
@@ -235,9 +237,18 @@ def _said_ids(
     for k, r in enumerate(records, 1):
         mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
         others = {t.lower() for j, q in enumerate(records, 1) if j != k for t in q.tokens}
-        words = {w for w, fs in rules.lexicon.items() if fs & mine} - NEGATIONS - others
+        words = {w for w, fs in rules.lexicon.items() if fs & mine} | _own_value_words(r, rules.lexicon)
+        words = words - NEGATIONS - others
         out[k] = frozenset(_ids(vocab, oov, words))
     return out
+
+
+def _own_value_words(record: Record, lexicon: dict[str, frozenset[str]]) -> set[str]:
+    """``record``'s value if it is one word that the lexicon knows of its attribute and of no other
+    ("cheap", "riverside", "pub"; not "low"; longer values are mentioned verbatim or not at all)."""
+    toks = [t.lower() for t in record.value_tokens]
+    attrs = {f for f in lexicon.get(toks[0], ()) if f.startswith("attr:")} if len(toks) == 1 else set()
+    return set(toks) if attrs == {f"attr:{record.attribute}"} else set()
 
 
 def _values_mask(
