@@ -101,7 +101,7 @@ train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-abbreviations
 # --segments, session 7); WebNLG: the defaults, value rules auto)
 run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases+stating --clean --segments
 run e2e-pg     "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-pg" --min-rate 0.02 --value-rules auto
-run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg"
+run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once
 run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg"
 for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
   run "$name" "$PY" -m segviz.report --checkpoint "$OUT/$name" --out-dir "$OUT/outputs"

@@ -303,3 +303,41 @@ def test_a_named_subject_is_needed_for_a_mention_even_when_seen(tiny):
     assert _mentioned_with_subjects(x, ids("amdavad ni gufa gujarat")) == {2}
     off = dec._input(recs, constraint("rm"), 2, None, None, None, None, None, 3, None)  # the paper's rules
     assert off.said_subjects == {} and 2 in _mentioned_with_subjects(off, ids("gujarat"))
+
+
+def test_once_bans_a_value_where_it_parts_from_the_other_entities():
+    """``once``: for each value one slot of the input holds, the word at which it parts from the
+    beginnings of the input's other entities ("lankan" of "Sri Lankan rupee" beside "Sri Lanka",
+    "ranil" at once); a value held by two slots ("Sri Lanka": an object and a subject) is left
+    alone, and nothing is banned without the switch."""
+    from segviz.decode.rules import _continues, _function_mask, _said_once
+    from segviz.records import Record
+
+    vocab = Vocab(["sri", "lanka", "lankan", "rupee", "ranil", "wickremesinghe", "ampara", "hospital"])
+    recs = [Record("country", "Sri_Lanka", "Ampara_Hospital"), Record("leaderName", "Ranil_Wickremesinghe", "Sri_Lanka"),
+            Record("currency", "Sri_Lankan_rupee", "Sri_Lanka")]  # fmt: skip
+    ids = lambda *ws: tuple(vocab.stoi[w] for w in ws)  # noqa: E731
+    func = _function_mask(vocab, [])
+    once = _said_once(vocab, [], recs, value_rules("auto+once"), func)
+    assert once == {2: (ids("ranil", "wickremesinghe"), 0, []), 3: (ids("sri", "lankan", "rupee"), 1, [])}
+    assert _said_once(vocab, [], recs, value_rules("auto"), func) == {}
+    said = list(ids("sri"))
+    assert _continues(said, vocab.stoi["lanka"], [ids("sri", "lanka")])  # "Sri" goes on as "Sri Lanka"
+    assert not _continues(said, vocab.stoi["rupee"], [ids("sri", "lanka")])
+
+
+def test_once_stops_plus_rm_saying_an_object_twice():
+    """The shipped webnlg-seg under +RM said "… is located in Cleveland, Cleveland"; with ``once``
+    the second "Cleveland" is banned and the text states each triple once."""
+    from segviz.records import Record
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    ck = checkpoint.load(path)
+    recs = [Record("location", "Cleveland", "200_Public_Square"), Record("floorCount", "45", "200_Public_Square")]
+    gen = lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))  # noqa: E731
+    plain, once = gen("auto"), gen("auto+once")
+    assert plain.text.lower().count("cleveland") == 2 and faithfulness.check("webnlg", recs, plain.text).repeated == 1
+    assert once.text.lower().count("cleveland") == 1 and faithfulness.check("webnlg", recs, once.text).errors == 0
+    assert ck.rules().once  # the checkpoint's default rules, chosen on the tune half

@@ -72,6 +72,48 @@ def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple
     return sorted(out)
 
 
+def _slot(text: str) -> tuple[str, ...]:
+    return tuple(t.lower() for t in tokenize(text.replace("_", " ")))
+
+
+def _said_once(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
+) -> dict[int, tuple[tuple, int, list[tuple]]]:
+    """``rules.once``: record id -> (its value's ids, the position of the word to ban, the input's
+    longer entities that hold the value), for the specific values (:func:`_value_ids`) that one slot of
+    the input holds (among every record's subject and value, as the WebNLG checker counts). Said
+    once, such a value said again repeats its fact ("… is located in Shuvalan, Shuvalan", "the
+    leader is Jusuf Kalla and the leader is Jusuf Kalla"); once the value has been said the rule
+    bans its word at that position after the words before it: the first content word at which the
+    value parts from the beginnings of the input's other entities (docs/design.md §6)."""
+    if not rules or not rules.once:
+        return {}
+    slots: dict[tuple, int] = {}
+    for r in records:
+        for text in (r.subject, r.value):
+            if text:
+                slots[_slot(text)] = slots.get(_slot(text), 0) + 1
+    values = _value_ids(vocab, oov, records)
+    entities = _entities(vocab, oov, records)
+    out = {}
+    for k, ids in values.items():
+        value = tuple(ids)
+        content = [i for i, v in enumerate(value) if not func[v]]
+        others = [e for e in entities if e != value]
+        # the first word at which the value parts from every other entity's beginning ("lankan" of
+        # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
+        apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
+        if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
+            longer = [e for e in others if len(e) > len(value) and any(e[i : i + len(value)] == value for i in range(len(e) - len(value) + 1))]
+            out[k] = (value, max(apart, content[0]), longer)
+    return out
+
+
+def _continues(tokens: list[int], v: int, entities: list[tuple]) -> bool:
+    """Whether word ``v`` goes on with one of ``entities`` whose beginning the tokens end with."""
+    return any(e[j] == v and tuple(tokens[-j:]) == e[:j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)))
+
+
 def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
     """Records whose value ends exactly at the last token of ``tokens``."""
     return frozenset(k for k, ids in values.items() if tokens[-len(ids) :] == ids)
@@ -106,6 +148,7 @@ class ValueRules:
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
+    once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -138,7 +181,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -146,11 +189,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
 }
 
 
@@ -165,7 +208,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     verbatim value is) once a lexicon word of its value is said ("moderately priced" for
     ``priceRange[moderate]``, :func:`_said_ids`) under r / rm; ``rerank`` returns the candidate of
     the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a
-    separately reported setting; ``values`` bans inside a record's segment the words its
+    separately reported setting; ``once`` (under r / rm / a plan) keeps a value that the text has said,
+    and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value
     (:func:`_says_mask`). Chosen on the tuning half of dev

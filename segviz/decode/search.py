@@ -24,6 +24,7 @@ from segviz.decode.beam import _banned, _beam_done, _prepare, _ranked
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
+    _continues,
     _entities,
     _force,
     _function_mask,
@@ -36,6 +37,7 @@ from segviz.decode.rules import (
     _ran_on,
     _run_on,
     _said_ids,
+    _said_once,
     _says_mask,
     _subject_phrases,
     _value_ids,
@@ -200,6 +202,8 @@ class _Input:
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     all_recs: frozenset
+    once: dict = field(default_factory=dict)  # k -> (value ids, first content word, longer entities): the once rule
+    entities: list = field(default_factory=list)  # the input's subjects and values as id tuples (once rule)
 
 
 @dataclass
@@ -309,6 +313,8 @@ class SegmentDecoder:
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
+            once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
+            entities=_entities(vocab, oov, records),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -354,6 +360,7 @@ class SegmentDecoder:
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
+            self._mask_once(x, h, row)
             if x.sample is not None:
                 w = int(row.argmax())
                 cands.append((h.score + float(row[w]), m, "w", w))
@@ -394,6 +401,20 @@ class SegmentDecoder:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
             row[_ran_on(h.tokens, x.run_on)] = -math.inf
             row[x.inner.get(h.k, [])] = -math.inf
+
+    @staticmethod
+    def _mask_once(x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
+        """``ValueRules.once`` (+R, +RM, a plan): a value the text has said (outside a longer entity
+        of the input that holds it), held by one slot of the input, is not said again: after its
+        words up to the one where it parts from the input's other entities (:func:`_said_once`)
+        that word is banned, unless it goes on with another entity of the input that the tokens
+        are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
+        rule would have say it, counts it as said (:meth:`_choose_record`)."""
+        for value, j, longer in x.once.values():
+            if tuple(h.tokens[len(h.tokens) - j :]) != value[:j] or not _alone(h.tokens, value, longer):
+                continue
+            if not _continues(h.tokens, value[j], [e for e in x.entities if e != value]):
+                row[value[j]] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
@@ -486,11 +507,13 @@ class SegmentDecoder:
         when ``j`` is a record the constraints or the plan have already had said."""
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
         filler = x.fillers and j > 0 and j in again
+        once = x.once.get(j)  # the once rule: a value already said is not owed again by its segment
+        said = bool(once) and _alone(h.tokens, once[0], once[2])
         return replace(
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
             plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
-            named=False, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j)),
+            named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j)),
         )  # fmt: skip
 
     @staticmethod
