@@ -72,6 +72,17 @@ def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple
     return sorted(out)
 
 
+def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, list[tuple]]:
+    """Record id -> the input's entities longer than its value that hold it (``values``: its ids)."""
+    out = {}
+    for k, ids in values.items():
+        v, n = tuple(ids), len(ids)
+        holds = [e for e in entities if len(e) > n and any(e[j : j + n] == v for j in range(len(e) - n + 1))]
+        if holds:
+            out[k] = holds
+    return out
+
+
 def _slot(text: str) -> tuple[str, ...]:
     return tuple(t.lower() for t in tokenize(text.replace("_", " ")))
 
@@ -104,8 +115,7 @@ def _said_once(
         # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
         apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
         if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
-            longer = [e for e in others if len(e) > len(value) and any(e[i : i + len(value)] == value for i in range(len(e) - len(value) + 1))]
-            out[k] = (value, max(apart, content[0]), longer)
+            out[k] = (value, max(apart, content[0]), _longer({k: ids}, others).get(k, []))
     return out
 
 

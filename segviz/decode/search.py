@@ -30,6 +30,7 @@ from segviz.decode.rules import (
     _function_mask,
     _inner_ids,
     _just_said,
+    _longer,
     _mentioned_now,
     _owed_after,
     _own_mask,
@@ -104,17 +105,6 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
         if seen == entity[: len(seen)]:  # said whole, or still a prefix at the end of the tokens
             return True
     return False
-
-
-def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, list[tuple]]:
-    """Record id -> the input's entities longer than its value that hold it (``values``: its ids)."""
-    out = {}
-    for k, ids in values.items():
-        v, n = tuple(ids), len(ids)
-        holds = [e for e in entities if len(e) > n and any(e[j : j + n] == v for j in range(len(e) - n + 1))]
-        if holds:
-            out[k] = holds
-    return out
 
 
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
