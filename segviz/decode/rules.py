@@ -59,14 +59,18 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
     return out
 
 
+def _slot(text: str) -> tuple[str, ...]:
+    """The lower-cased tokens of a subject or value (underscores read as spaces)."""
+    return tuple(t.lower() for t in tokenize(text.replace("_", " ")))
+
+
 def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple]:
     """Extended-id sequences of the input's values and subjects (underscores read as spaces),
     those the vocabulary and the source OOV words can spell."""
     out = set()
     for r in records:
         for text in (r.value, r.subject or ""):
-            toks = [t.lower() for t in tokenize(text.replace("_", " "))]
-            ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in toks]
+            ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in _slot(text)]
             if ids and None not in ids:
                 out.add(tuple(ids))
     return sorted(out)
@@ -83,15 +87,11 @@ def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, li
     return out
 
 
-def _slot(text: str) -> tuple[str, ...]:
-    return tuple(t.lower() for t in tokenize(text.replace("_", " ")))
-
-
 def _said_once(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
-) -> dict[int, tuple[tuple, int, list[tuple]]]:
+) -> dict[int, tuple[tuple, int, list[tuple], list[tuple]]]:
     """``rules.once``: record id -> (its value's ids, the position of the word to ban, the input's
-    longer entities that hold the value), for the specific values (:func:`_value_ids`) that one slot of
+    longer entities that hold the value, the input's other entities), for the specific values (:func:`_value_ids`) that one slot of
     the input holds (among every record's subject and value, as the WebNLG checker counts). Said
     once, such a value said again repeats its fact ("… is located in Shuvalan, Shuvalan", "the
     leader is Jusuf Kalla and the leader is Jusuf Kalla"); once the value has been said the rule
@@ -115,7 +115,7 @@ def _said_once(
         # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
         apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
         if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
-            out[k] = (value, max(apart, content[0]), _longer({k: ids}, others).get(k, []))
+            out[k] = (value, max(apart, content[0]), _longer({k: ids}, others).get(k, []), others)
     return out
 
 

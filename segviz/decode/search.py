@@ -192,8 +192,7 @@ class _Input:
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     all_recs: frozenset
-    once: dict = field(default_factory=dict)  # k -> (value ids, first content word, longer entities): the once rule
-    entities: list = field(default_factory=list)  # the input's subjects and values as id tuples (once rule)
+    once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
 
 
 @dataclass
@@ -304,7 +303,6 @@ class SegmentDecoder:
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
-            entities=_entities(vocab, oov, records),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -400,10 +398,10 @@ class SegmentDecoder:
         that word is banned, unless it goes on with another entity of the input that the tokens
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
         rule would have say it, counts it as said (:meth:`_choose_record`)."""
-        for value, j, longer in x.once.values():
+        for value, j, longer, others in x.once.values():
             if tuple(h.tokens[len(h.tokens) - j :]) != value[:j] or not _alone(h.tokens, value, longer):
                 continue
-            if not _continues(h.tokens, value[j], [e for e in x.entities if e != value]):
+            if not _continues(h.tokens, value[j], others):
                 row[value[j]] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
