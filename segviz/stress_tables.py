@@ -66,18 +66,34 @@ def _errors(row: dict) -> int:
 
 def references(long: list[dict], items: list[DevItem], dataset: str) -> dict:
     """What +RM's cost reads against, for the rows of one K: the share of the inputs' references
-    that leave a record out (by the checker), and the +RM cost (BLEU points) on the inputs whose
-    unconstrained output the checker finds exact (``complete``: how many)."""
+    that leave a record out (by the checker), the +RM cost (BLEU points) on the inputs whose
+    unconstrained output the checker finds exact (``complete``: how many), and the +RM cost on
+    every input scored against its references that the checker finds exact (``cost_exact_refs``;
+    all of an input's references where none is): a text that says every record cannot match a
+    reference that leaves one out, however well it is worded."""
     from segviz.faithfulness import check
 
-    refs = [(it.records, ref) for it in {r["item"]: items[r["item"]] for r in long}.values() for ref in it.refs]
-    gaps = sum(check(dataset, recs, ref).missing > 0 for recs, ref in refs) / len(refs) if refs else 0.0
+    inputs = {r["item"]: items[r["item"]] for r in long}
+    exact = {i: [x for x in it.refs if check(dataset, it.records, x).errors == 0] for i, it in inputs.items()}
+    n_refs = sum(len(it.refs) for it in inputs.values())
+    gaps = sum(check(dataset, it.records, x).missing > 0 for it in inputs.values() for x in it.refs)
     done = {r["item"] for r in long if r["system"] == "none" and not _errors(r)}
     sel = {s: [r for r in long if r["system"] == s and r["item"] in done] for s in ("none", "rm")}
     cost = None
     if done and all(sel.values()):
         cost = (aggregate(sel["none"], items)["bleu"] - aggregate(sel["rm"], items)["bleu"]) * 100
-    return {"refs_leaving_out": gaps, "complete": len(done), "cost_complete": cost}
+    return {"refs_leaving_out": gaps / n_refs if n_refs else 0.0, "complete": len(done), "cost_complete": cost,
+            "cost_exact_refs": _cost_against(long, {i: rs or inputs[i].refs for i, rs in exact.items()})}
+
+
+def _cost_against(long: list[dict], refs: dict[int, list[str]]) -> float | None:
+    """BLEU points that +RM (``rm`` rows) loses against ``none`` over the inputs of ``long``,
+    each scored against ``refs[item]``."""
+    by = {s: sorted((r["item"], r["text"]) for r in long if r["system"] == s) for s in ("none", "rm")}
+    if not by["none"] or [i for i, _ in by["none"]] != [i for i, _ in by["rm"]]:
+        return None
+    score = lambda rows: bleu([t for _, t in rows], [refs[i] for i, _ in rows])  # noqa: E731
+    return (score(by["none"]) - score(by["rm"])) * 100
 
 
 def summarise(
@@ -127,6 +143,10 @@ def summarise(
 
 
 # ----------------------------------------------------------------------------- tables
+
+
+def _points(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1f}"
 
 
 def _pct(v: float | None) -> str:
@@ -201,7 +221,7 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
         "inputs",
         *(f"BLEU {LABELS[s]}" for s in systems),
         "+RM cost (BLEU)",
-        *(["references leaving a record out", "+RM cost where ours is exact (inputs)"] if refs else []),
+        *(["references leaving a record out", "+RM cost where ours is exact (inputs)", "+RM cost against exact references"] if refs else []),
         *(f"SER {LABELS[s]}" for s in systems),
     ]
 
@@ -214,7 +234,7 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
             str(a["none"]["outputs"]),
             *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
             "n/a" if cost is None else f"{cost:+.1f}",
-            *([_pct(ref["refs_leaving_out"]) if ref else "n/a", exact] if refs else []),
+            *([_pct(ref["refs_leaving_out"]) if ref else "n/a", exact, _points(ref and ref.get("cost_exact_refs"))] if refs else []),
             *(_pct(a[s]["ser"]) for s in systems),
         ]
 

@@ -7,7 +7,9 @@ import re
 import pytest
 from conftest import DATA_DIR, data_available
 
-from segviz import checkpoint, faithfulness, invented, stress
+from segviz import checkpoint, faithfulness, invented, stress, stress_tables
+from segviz.metrics import bleu
+from segviz.stress import DevItem
 from segviz.examples import EXAMPLES, REFERENCES
 from segviz.records import parse_e2e_mr
 
@@ -111,7 +113,14 @@ def test_summary_and_tables(e2e_run):
             gaps = sum(faithfulness.check("e2e", recs, x).missing > 0 for recs, x in refs) / len(refs)
             exact = {r["item"] for r in rows if r["system"] == "none" and not any(r["faith"][k] for k in ("wrong", "repeated", "missing", "hallucinated"))}
             assert ref["refs_leaving_out"] == pytest.approx(gaps) and ref["complete"] == len(exact)
+            # +RM's cost against the references the checker finds exact (all where none is)
+            ids = sorted({r["item"] for r in rows})
+            good = {i: [x for x in items[i].refs if faithfulness.check("e2e", items[i].records, x).errors == 0] or items[i].refs for i in ids}
+            text = {(r["item"], r["system"]): r["text"] for r in rows}
+            b = {s: bleu([text[i, s] for i in ids], [good[i] for i in ids]) for s in ("none", "rm")}
+            assert ref["cost_exact_refs"] == pytest.approx((b["none"] - b["rm"]) * 100)
     assert "references leaving a record out" in stress.render(with_refs)
+    assert "+RM cost against exact references" in stress.render(with_refs)
 
 
 def test_webnlg_substitution_keeps_entities_consistent():
@@ -184,3 +193,24 @@ def test_cli_on_dev(tiny, tmp_path, capsys):
 def test_cli_rejects_a_pg_checkpoint_as_the_segment_model(tiny, capsys):
     assert stress.main(["--checkpoint", str(tiny / "e2e-pg")]) == 2
     assert "must be a segment model" in capsys.readouterr().err
+
+
+def test_exact_references_turn_the_cost_of_saying_everything_around():
+    """A reference that leaves a record out is what the free text matched: against it +RM's
+    complete text costs BLEU; against the references that say every record it gains."""
+    recs = parse_e2e_mr("name[Aromi], eatType[coffee shop], familyFriendly[yes]")
+    short = "Aromi is a coffee shop ."  # leaves familyFriendly out
+    full = "Aromi is a family friendly coffee shop ."
+    items = [DevItem("a", recs, [short, full])]
+    rows = [
+        {"item": 0, "system": "none", "text": short},
+        {"item": 0, "system": "rm", "text": full},
+    ]
+    for r in rows:
+        r["faith"] = {k: v for k, v in faithfulness.totals([faithfulness.check("e2e", recs, r["text"])]).items() if k in stress_tables._FAITH_KEYS}
+    ref = stress_tables.references(rows, items, "e2e")
+    assert ref["refs_leaving_out"] == pytest.approx(0.5)
+    assert stress_tables._cost_against(rows, {0: items[0].refs}) == pytest.approx(0.0)  # each matches one
+    # against `full` alone: the free text loses what it does not share with it, +RM scores 1.0
+    assert ref["cost_exact_refs"] == pytest.approx((bleu([short], [[full]]) - 1.0) * 100)
+    assert ref["cost_exact_refs"] < -50
