@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
-# The lent-GPU round of session 9 (README "Train on a GPU"): the E2E fine-tunes with invented
-# names that have an abbreviation's full stop inside them (train --abbreviations), four runs at once
-# on one card, then each checkpoint packed as one float16 tar (segviz.pack) for the file return;
-# the CUDA smoke tests (pytest -m gpu) run beside them.
+# Lent-GPU fine-tune rounds (README "Train on a GPU"): several `segviz.train --init` runs at once on
+# one card, each checkpoint then packed as one float16 tar (segviz.pack) for the file return; the
+# CUDA smoke tests (pytest -m gpu) run beside them. ROUND picks the runs:
 #
-#   bash scripts/gpu_finetune.sh OUT DATA_DIR PRE     # PRE: the checkpoints before substitution
+#   bash scripts/gpu_finetune.sh OUT DATA_DIR PRE                       # ROUND=e2e-abbr (session 9)
+#   ROUND=webnlg-clean bash scripts/gpu_finetune.sh OUT DATA_DIR        # session 10
 #
-# PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped substitution fine-tune started from
-# (git show 2f61e37:checkpoints/e2e-seg/..., 012c557:checkpoints/e2e-pg/...): `*-abbr` repeats
-# that fine-tune (e2e-seg epochs 19-20, e2e-pg 7-8, lr 0.0002, --substitute 0.5) with
-# --abbreviations; `*-abbr-more` continues the shipped checkpoints two more epochs the same way.
+# e2e-abbr: the E2E fine-tunes with invented names that have an abbreviation's full stop inside
+# them (train --abbreviations). PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped
+# substitution fine-tune started from (git show 2f61e37:checkpoints/e2e-seg/..., 012c557:...):
+# `*-abbr` repeats that fine-tune (e2e-seg epochs 19-20, e2e-pg 7-8, lr 0.0002, --substitute 0.5)
+# with --abbreviations; `*-abbr-more` continues the shipped checkpoints two more epochs the same way.
+# webnlg-clean: the WebNLG checkpoints fine-tuned on the training references the checker finds
+# exact (train --clean, as the E2E ones were), and `webnlg-seg-more` the same epochs without it.
 # Checkpoint choice: validation loss on the tune half of dev (--val-half tune).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=$1; DATA=$2; PRE=$3; DEVICE=${DEVICE:-cuda}
+OUT=$1; DATA=$2; PRE=${3:-}; DEVICE=${DEVICE:-cuda}; ROUND=${ROUND:-e2e-abbr}
 CK=${CK:-/tmp/gpu-ck}; mkdir -p "$CK" "$OUT"
 export PYTHONUNBUFFERED=1
-COMMON=(--dataset e2e --device "$DEVICE" --data-dir "$DATA" --val-half tune --substitute 0.5 --abbreviations
-        --lr 0.0002 --threads 3)  # fmt: skip
-declare -A JOBS=(
-  [e2e-seg-abbr]="--model seg --init $PRE/e2e-seg --epochs 20"
-  [e2e-pg-abbr]="--model pg --init $PRE/e2e-pg --epochs 8"
-  [e2e-seg-abbr-more]="--model seg --init checkpoints/e2e-seg --epochs 22"
-  [e2e-pg-abbr-more]="--model pg --init checkpoints/e2e-pg --epochs 10"
-)
+if [ "$ROUND" = e2e-abbr ]; then
+  COMMON=(--dataset e2e --device "$DEVICE" --data-dir "$DATA" --val-half tune --substitute 0.5 --abbreviations
+          --lr 0.0002 --threads 3)  # fmt: skip
+  declare -A JOBS=(
+    [e2e-seg-abbr]="--model seg --init $PRE/e2e-seg --epochs 20"
+    [e2e-pg-abbr]="--model pg --init $PRE/e2e-pg --epochs 8"
+    [e2e-seg-abbr-more]="--model seg --init checkpoints/e2e-seg --epochs 22"
+    [e2e-pg-abbr-more]="--model pg --init checkpoints/e2e-pg --epochs 10"
+  )
+elif [ "$ROUND" = webnlg-clean ]; then
+  COMMON=(--dataset webnlg --device "$DEVICE" --data-dir "$DATA" --val-half tune --substitute 0.5 --threads 3
+          --time-limit "${MIN:-6}")  # fmt: skip
+  declare -A JOBS=(
+    [webnlg-seg-clean]="--model seg --init checkpoints/webnlg-seg --clean --lr 0.0002 --epochs 32"
+    [webnlg-seg-clean-hi]="--model seg --init checkpoints/webnlg-seg --clean --lr 0.0005 --epochs 32"
+    [webnlg-seg-more]="--model seg --init checkpoints/webnlg-seg --lr 0.0002 --epochs 32"
+    [webnlg-pg-clean]="--model pg --init checkpoints/webnlg-pg --clean --lr 0.0002 --epochs 42"
+  )
+else
+  echo "ROUND must be e2e-abbr or webnlg-clean, not $ROUND" >&2; exit 2
+fi
 PIDS=()
 for name in "${!JOBS[@]}"; do
   # shellcheck disable=SC2086  # the job's flags are words
