@@ -188,8 +188,9 @@ class Run:
 def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[TrainConfig, ModelConfig, Vocab, bool]:
     """``--resume``: the vocabulary and configs stored in ``out``; loss and regularisation settings
     may change, sizes may not (the weights fix them). A ``--val-half`` given replaces the stored
-    one (``all``, the default, keeps it). Also whether the validation set changed (newly
-    ``--clean``, or another half): its losses cannot be compared with the stored best."""
+    one (``all``, the default, keeps it), as do ``--max-examples`` / ``--max-val-examples`` (0,
+    the default, keeps them). Also whether the validation set changed (newly ``--clean``, another
+    half or size): its losses cannot be compared with the stored best."""
     vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
     stored = ckpt._read_json(out / "config.json", "config")
     changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
@@ -199,9 +200,11 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     mcfg = ModelConfig.from_json({**stored["model"], **changeable})
     was_clean, was_half = stored["train"].get("clean", False), stored["train"].get("val_half", "all")
     half = tcfg.val_half if tcfg.val_half != "all" else was_half
+    was_val_n = stored["train"].get("max_val_examples", 0)
+    limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
-                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "word_dropout": tcfg.word_dropout, "val_half": half})
-    return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half
+                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "word_dropout": tcfg.word_dropout, "val_half": half, **limits})
+    return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half or tcfg.max_val_examples != was_val_n
 
 
 def _resume_state(out: Path, model, optimizer, fresh: dict, new_val: bool, resume_lr: float | None) -> dict:

@@ -190,6 +190,11 @@ def test_resume_takes_a_val_half_given_and_resets_the_best_loss(tmp_path):
     assert kept[0].val_half == "all" and kept[3] is False  # nothing given: the stored validation set
     tcfg, _, _, new_val = _stored_config(TrainConfig(dataset="e2e", epochs=2, val_half="tune"), {}, tmp_path / "r")
     assert tcfg.val_half == "tune" and new_val is True and tcfg.max_examples == 16
+    # --max-examples / --max-val-examples given on --resume / --init replace the stored ones (0 keeps)
+    fewer, _, _, changed = _stored_config(TrainConfig(dataset="e2e", epochs=2, max_examples=8, max_val_examples=4), {}, tmp_path / "r")
+    assert (fewer.max_examples, fewer.max_val_examples, changed) == (8, 4, True)
+    same, _, _, changed = _stored_config(TrainConfig(dataset="e2e", epochs=2, max_examples=8), {}, tmp_path / "r")
+    assert (same.max_examples, same.max_val_examples, changed) == (8, 8, False)
     model = ckpt.load(tmp_path / "r").model
     opt = torch.optim.Adam(model.parameters())
     assert math.isfinite(_resume_state(tmp_path / "r", model, opt, {}, False, None)["best"])
