@@ -5,6 +5,8 @@
 # back at most 8 files of 16 MiB; `python -m segviz.pack --unpack` restores float32 files).
 #
 #   bash scripts/gpu_round.sh OUT DATA_DIR [MINUTES]     # e.g. on the device: $OUT /tmp/data 7
+#   ONLY="webnlg-seg-h256 webnlg-pg-h256" EXTRA=--clean bash scripts/gpu_round.sh OUT DATA_DIR 6
+#                                                        # some of the runs, with flags added (session 10)
 #
 # Checkpoint choice: validation loss on the tune half of dev only (--val-half tune).
 set -uo pipefail
@@ -28,8 +30,10 @@ if [ "$DEVICE" = cuda ]; then  # the card, and each process's GPU memory every 2
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader -l 20 >"$CK/smi.log" 2>&1 &
   SMI=$!
 fi
+NAMES=(${ONLY:-${!JOBS[@]}})
+for name in "${NAMES[@]}"; do [ -n "${JOBS[$name]:-}" ] || { echo "no run named $name" >&2; exit 2; }; done
 PIDS=()
-for name in "${!JOBS[@]}"; do
+for name in "${NAMES[@]}"; do
   # shellcheck disable=SC2086  # the job's flags are words
   timeout -s TERM $((MIN * 60 + 150)) python -m segviz.train --out "$CK/$name" ${JOBS[$name]} "${COMMON[@]}" \
     2>&1 | grep --line-buffered -v "%|" | sed -u "s/^/[$name] /" >>"$CK/train.log" &
@@ -38,7 +42,7 @@ done
 wait "${PIDS[@]}"
 [ -n "${SMI:-}" ] && kill "$SMI"
 grep -h "epoch\|error\|Error\|stopping" "$CK/train.log" | tail -n 80
-for name in "${!JOBS[@]}"; do
+for name in "${NAMES[@]}"; do
   [ -f "$CK/$name/model.safetensors" ] && python -m segviz.pack "$CK/$name" "$OUT/$name.tar"
 done
 cat "$CK/train.log" "$CK/smi.log" >"$OUT/train.log" 2>/dev/null
