@@ -4,7 +4,7 @@
 # CUDA smoke tests (pytest -m gpu) run beside them. ROUND picks the runs:
 #
 #   bash scripts/gpu_finetune.sh OUT DATA_DIR PRE                       # ROUND=e2e-abbr (session 9)
-#   ROUND=webnlg-clean bash scripts/gpu_finetune.sh OUT DATA_DIR        # session 10
+#   ROUND=webnlg-clean [MIN=5.5] bash scripts/gpu_finetune.sh OUT DATA_DIR   # session 10 (MIN: --time-limit, default 6)
 #
 # e2e-abbr: the E2E fine-tunes with invented names that have an abbreviation's full stop inside
 # them (train --abbreviations). PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped
@@ -17,6 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=$1; DATA=$2; PRE=${3:-}; DEVICE=${DEVICE:-cuda}; ROUND=${ROUND:-e2e-abbr}
+[ "$ROUND" != e2e-abbr ] || [ -n "$PRE" ] || { echo "ROUND=e2e-abbr needs PRE (the checkpoints before substitution)" >&2; exit 2; }
 CK=${CK:-/tmp/gpu-ck}; mkdir -p "$CK" "$OUT"
 export PYTHONUNBUFFERED=1
 if [ "$ROUND" = e2e-abbr ]; then

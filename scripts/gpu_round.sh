@@ -25,13 +25,15 @@ declare -A JOBS=(
   [webnlg-seg-h512]="${WEB[*]} --model seg --hidden 512"
   [webnlg-pg-h512]="${WEB[*]} --model pg --hidden 512"
 )
+read -ra NAMES <<<"${ONLY:-${!JOBS[*]}}"  # the runs asked for (ONLY), each once, all of them known
+[ "${#NAMES[@]}" -gt 0 ] || { echo "ONLY names no run" >&2; exit 2; }
+[ "$(printf '%s\n' "${NAMES[@]}" | sort | uniq -d)" = "" ] || { echo "ONLY names a run twice" >&2; exit 2; }
+for name in "${NAMES[@]}"; do [ -n "${JOBS[$name]:-}" ] || { echo "no run named $name" >&2; exit 2; }; done
 if [ "$DEVICE" = cuda ]; then  # the card, and each process's GPU memory every 20 s
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$CK/train.log"
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader -l 20 >"$CK/smi.log" 2>&1 &
   SMI=$!
 fi
-NAMES=(${ONLY:-${!JOBS[@]}})
-for name in "${NAMES[@]}"; do [ -n "${JOBS[$name]:-}" ] || { echo "no run named $name" >&2; exit 2; }; done
 PIDS=()
 for name in "${NAMES[@]}"; do
   # shellcheck disable=SC2086  # the job's flags are words

@@ -4,7 +4,7 @@
 #   bash scripts/train_all.sh [--dry-run] [OUT]     # OUT defaults to runs/replay; checkpoints/ is never touched
 #
 # Each `train` line is a command that was run (README "Reproduce"; commits e5c6014, 6d70ee0,
-# 5b43a43, d037be8, 012c557, 2f61e37, and the lent-GPU runs of sessions 6 and 9), in order, with --epochs set to the epoch where that run
+# 5b43a43, d037be8, 012c557, 2f61e37, and the lent-GPU runs of sessions 6, 9 and 10), in order, with --epochs set to the epoch where that run
 # actually ended: most runs were stopped by hand for time, not by early stopping, so e.g. the first
 # e2e-seg run, started with --epochs 10, is `--epochs 8` here. Run as written, every OUT/NAME ends
 # with as many epochs in history.json, at the same learning rate per epoch, as checkpoints/NAME

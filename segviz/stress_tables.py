@@ -74,9 +74,10 @@ def references(long: list[dict], items: list[DevItem], dataset: str) -> dict:
     from segviz.faithfulness import check
 
     inputs = {r["item"]: items[r["item"]] for r in long}
-    exact = {i: [x for x in it.refs if check(dataset, it.records, x).errors == 0] for i, it in inputs.items()}
-    n_refs = sum(len(it.refs) for it in inputs.values())
-    gaps = sum(check(dataset, it.records, x).missing > 0 for it in inputs.values() for x in it.refs)
+    reports = {i: [(x, check(dataset, it.records, x)) for x in it.refs] for i, it in inputs.items()}
+    exact = {i: [x for x, rep in reps if rep.errors == 0] for i, reps in reports.items()}
+    n_refs = sum(len(reps) for reps in reports.values())
+    gaps = sum(rep.missing > 0 for reps in reports.values() for _, rep in reps)
     done = {r["item"] for r in long if r["system"] == "none" and not _errors(r)}
     sel = {s: [r for r in long if r["system"] == s and r["item"] in done] for s in ("none", "rm")}
     cost = None
@@ -214,7 +215,8 @@ def unseen_table(by_system: dict[str, dict]) -> str:
 
 def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = None) -> str:
     """Per K: BLEU and SER of every system and what +RM costs; with ``refs`` (:func:`references`)
-    also the share of references that leave a record out and the cost where ours left none out."""
+    also the share of references that leave a record out, the cost where ours left none out and
+    the cost against the exact references only."""
     systems = list(next(iter(by_k.values()), {}))
     head = [
         "K",
@@ -228,12 +230,12 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
     def row(K: str, a: dict[str, dict]) -> list[str]:
         cost = (a["none"]["bleu"] - a["rm"]["bleu"]) * 100 if a["none"]["outputs"] else None
         ref = refs.get(K) if refs else None
-        exact = "n/a" if not ref or ref["cost_complete"] is None else f"{ref['cost_complete']:+.1f} ({ref['complete']})"
+        exact = "n/a" if not ref or ref["cost_complete"] is None else f"{_points(ref['cost_complete'])} ({ref['complete']})"
         return [
             K,
             str(a["none"]["outputs"]),
             *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
-            "n/a" if cost is None else f"{cost:+.1f}",
+            _points(cost),
             *([_pct(ref["refs_leaving_out"]) if ref else "n/a", exact, _points(ref and ref.get("cost_exact_refs"))] if refs else []),
             *(_pct(a[s]["ser"]) for s in systems),
         ]

@@ -189,8 +189,9 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     """``--resume``: the vocabulary and configs stored in ``out``; loss and regularisation settings
     may change, sizes may not (the weights fix them). A ``--val-half`` given replaces the stored
     one (``all``, the default, keeps it), as do ``--max-examples`` / ``--max-val-examples`` (0,
-    the default, keeps them). Also whether the validation set changed (newly ``--clean``, another
-    half or size): its losses cannot be compared with the stored best."""
+    the default, keeps them: a stored limit is not lifted on ``--resume``). Also whether the
+    validation set changed (newly ``--clean``, another half or size): its losses cannot be
+    compared with the stored best."""
     vocab = Vocab.from_json(ckpt._read_json(out / "vocab.json", "vocabulary"))
     stored = ckpt._read_json(out / "config.json", "config")
     changeable = {k: v for k, v in mcfg_overrides.items() if k in RESUME_OVERRIDABLE}
@@ -209,8 +210,8 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
 
 def _resume_state(out: Path, model, optimizer, fresh: dict, new_val: bool, resume_lr: float | None) -> dict:
     """The early-stopping state saved after the last finished epoch in ``out`` (``fresh`` if none);
-    another validation set (``new_val``: newly ``--clean``, another ``--val-half``) resets the best
-    loss, ``--lr`` replaces the rate."""
+    another validation set (``new_val``: newly ``--clean``, another ``--val-half`` or
+    ``--max-val-examples``) resets the best loss, ``--lr`` replaces the rate."""
     state = ckpt.load_resume(out, model, optimizer)
     if state is None:
         log.info("nothing to resume in %s; starting fresh", out)

@@ -195,6 +195,8 @@ def test_resume_takes_a_val_half_given_and_resets_the_best_loss(tmp_path):
     assert (fewer.max_examples, fewer.max_val_examples, changed) == (8, 4, True)
     same, _, _, changed = _stored_config(TrainConfig(dataset="e2e", epochs=2, max_examples=8), {}, tmp_path / "r")
     assert (same.max_examples, same.max_val_examples, changed) == (8, 8, False)
+    val, _, _, changed = _stored_config(TrainConfig(dataset="e2e", epochs=2, max_val_examples=4), {}, tmp_path / "r")
+    assert (val.max_examples, val.max_val_examples, changed) == (16, 4, True)
     model = ckpt.load(tmp_path / "r").model
     opt = torch.optim.Adam(model.parameters())
     assert math.isfinite(_resume_state(tmp_path / "r", model, opt, {}, False, None)["best"])

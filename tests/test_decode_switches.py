@@ -343,8 +343,7 @@ def test_once_stops_plus_rm_saying_an_object_twice():
     recs = [Record("state", "Texas", "Potter_County,_Texas")]
     gen = lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))  # noqa: E731
     plain, once = gen("auto"), gen("auto+once")
-    assert plain.text == "Potter county is in Texas, in the state of Texas."
-    assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
-    assert once.text == "Potter County, Texas is in the state of Texas."
+    assert faithfulness.check("webnlg", recs, plain.text).repeated == 1  # "… in Texas, in the state of Texas."
     assert faithfulness.check("webnlg", recs, once.text).errors == 0
+    assert once.text.lower().count("texas") <= 2  # at most the subject's and the object's
     assert ck.rules().once  # the checkpoint's default rules, chosen on the tune half

@@ -8,10 +8,10 @@ import pytest
 from conftest import DATA_DIR, data_available
 
 from segviz import checkpoint, faithfulness, invented, stress, stress_tables
-from segviz.metrics import bleu
-from segviz.stress import DevItem
 from segviz.examples import EXAMPLES, REFERENCES
+from segviz.metrics import bleu
 from segviz.records import parse_e2e_mr
+from segviz.stress import DevItem
 
 
 def _items(dataset: str) -> list[stress.DevItem]:
@@ -116,8 +116,8 @@ def test_summary_and_tables(e2e_run):
             # +RM's cost against the references the checker finds exact (all where none is)
             ids = sorted({r["item"] for r in rows})
             good = {i: [x for x in items[i].refs if faithfulness.check("e2e", items[i].records, x).errors == 0] or items[i].refs for i in ids}
-            text = {(r["item"], r["system"]): r["text"] for r in rows}
-            b = {s: bleu([text[i, s] for i in ids], [good[i] for i in ids]) for s in ("none", "rm")}
+            said = {(r["item"], r["system"]): r["text"] for r in rows}
+            b = {s: bleu([said[i, s] for i in ids], [good[i] for i in ids]) for s in ("none", "rm")}
             assert ref["cost_exact_refs"] == pytest.approx((b["none"] - b["rm"]) * 100)
     assert "references leaving a record out" in stress.render(with_refs)
     assert "+RM cost against exact references" in stress.render(with_refs)
