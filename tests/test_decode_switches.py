@@ -273,13 +273,46 @@ def test_a_record_with_an_unseen_subject_is_mentioned_only_with_its_subject():
 
     from segviz.decode.search import _mentioned_with_subjects
 
-    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, said_subjects={1: (7, 8)}, longer={})
+    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, said_subjects={1: (7, 8)}, longer={}, twins={})
     assert _mentioned_with_subjects(x, [3, 5, 6]) == frozenset()  # object alone
     assert _mentioned_with_subjects(x, [7, 8, 4, 5, 6]) == {1}  # subject, then object
     assert _mentioned_with_subjects(x, [5, 6, 4, 7, 8]) == {1}  # object, then subject
     assert _mentioned_with_subjects(x, [7, 8, 9]) == {2}  # no subject owed: as before
-    plain = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={})  # names rule off: the paper's mentions
+    plain = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={}, twins={})  # names rule off: the paper's mentions
     assert _mentioned_with_subjects(plain, [5, 6]) == {1}
+
+
+def test_a_subject_said_without_its_accents_is_said():
+    """The model writes "Arros negre" for the subject Arròs_negre (both spellings are training
+    words); taken as not said, +RM gave the ingredient record a segment of its own to say the
+    subject again ("… and Cubanelle peppers are main ingredients. It is also an ingredient in
+    arros negre."). A word and its unaccented twin now say the same subject, as the checker reads
+    them."""
+    from segviz.decode.rules import _accent_twins
+    from segviz.decode.search import _has
+    from segviz.faithfulness.common import normalise
+    from segviz.records import parse_webnlg_triples
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    ck = checkpoint.load(path)
+    v = ck.vocab
+    subject = (v.stoi["arròs"], v.stoi["negre"])  # both spellings are training words
+    twins = _accent_twins(v, [], [subject])
+    assert twins == {v.stoi["arròs"]: v.stoi["arros"]}
+    assert _accent_twins(v, ["arròsz"], [(len(v), v.stoi["negre"])]) == {}  # no unaccented twin: none
+    assert _has([v.stoi["arros"], v.stoi["negre"]], subject, twins)
+    assert not _has([v.stoi["arros"], v.stoi["negre"]], subject)
+    recs = parse_webnlg_triples([
+        "Arròs_negre | country | Spain",
+        'Arròs_negre | mainIngredients | "White rice, cuttlefish or squid, cephalopod ink, cubanelle peppers"',
+        "Arròs_negre | region | Catalonia",
+        "Arròs_negre | ingredient | Cubanelle",
+    ])  # fmt: skip
+    text = decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules()).text
+    assert normalise(text).count("arros negre") == 1
+    assert faithfulness.check("webnlg", recs, text).errors == 0
 
 
 def test_a_named_subject_is_needed_for_a_mention_even_when_seen(tiny):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -417,6 +418,24 @@ def _subject_phrases(
             ps = _phrases(vocab, oov, [r], rules, values_only=True, seen_too=seen_too).get(1)
             if ps:
                 out[k] = ps[0]
+    return out
+
+
+def _unaccented(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
+    """Id -> the id of the same word without its accents, for the words of ``phrases`` (extended-id
+    sequences) that have such a twin in the vocabulary or the source: "arròs" (copied from
+    ``Arròs_negre``) and the vocabulary's "arros" say the same subject, as the checker reads them
+    (:func:`segviz.faithfulness.common.normalise` strips accents)."""
+    word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
+    out = {}
+    for t in {t for p in phrases for t in p}:
+        plain = _unaccented(word(t))
+        if plain != word(t) and (plain in vocab.stoi or plain in oov):
+            out[t] = vocab.stoi[plain] if plain in vocab.stoi else len(vocab) + oov.index(plain)
     return out
 
 

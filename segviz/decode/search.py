@@ -38,6 +38,7 @@ from segviz.decode.rules import (
     _ran_on,
     _run_on,
     _said_ids,
+    _accent_twins,
     _said_once,
     _says_mask,
     _subject_phrases,
@@ -51,10 +52,13 @@ from segviz.records import Record
 Cand = tuple[float, int, str, int]  # (score, hypothesis index, "w" word / "r" record, id)
 
 
-def _has(tokens: list[int], phrase: tuple | None) -> bool:
-    """Whether ``tokens`` contain ``phrase`` (True when there is none)."""
+def _has(tokens: list[int], phrase: tuple | None, twins: dict[int, int] | None = None) -> bool:
+    """Whether ``tokens`` contain ``phrase`` (True when there is none); with ``twins``
+    (:func:`_accent_twins`) a word and its unaccented twin count as the same word."""
     if not phrase:
         return True
+    if twins:
+        tokens, phrase = [twins.get(t, t) for t in tokens], tuple(twins.get(t, t) for t in phrase)
     n = len(phrase)
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
@@ -77,7 +81,7 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     if not x.said_subjects:
         return now
     late = {k for k, ids in x.values.items() if k in x.said_subjects and _alone(tokens, tuple(ids), x.longer.get(k, []))}
-    return frozenset(k for k in now | late if _has(tokens, x.said_subjects.get(k)))
+    return frozenset(k for k in now | late if _has(tokens, x.said_subjects.get(k), x.twins))
 
 
 def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
@@ -193,6 +197,7 @@ class _Input:
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
+    twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
 
 
 @dataclass
@@ -303,6 +308,7 @@ class SegmentDecoder:
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
+            twins=_accent_twins(vocab, oov, [*_subject_phrases(vocab, oov, records, rules, seen_too=True).values()]),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -501,7 +507,7 @@ class SegmentDecoder:
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
             plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
-            named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j)),
+            named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j), x.twins),
         )  # fmt: skip
 
     @staticmethod
@@ -519,7 +525,7 @@ class SegmentDecoder:
             content=h.content or _says(x, h.k, v),
             mentioned=h.mentioned | _mentioned_with_subjects(x, tokens) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
-            subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k)),
+            subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
         )  # fmt: skip
 
     def _step_decoder(self, x: _Input, advance: list[tuple[_SegHyp, int]]) -> None:
