@@ -37,6 +37,16 @@ train() {  # train NAME ARGS...: one `python -m segviz.train` step writing OUT/N
   run "$name" "$PY" -m segviz.train --out "$OUT/$name" --threads 1 "$@"
 }
 
+# set_aside SUFFIX NAME...: OUT/NAME becomes OUT/NAME-SUFFIX (a --init source), and a new OUT/NAME
+# starts with its commands.txt
+set_aside() {
+  local suffix=$1; shift
+  for name in "$@"; do
+    run "$name" mv "$OUT/$name" "$OUT/$name-$suffix"
+    [ -n "$DRY" ] || { mkdir -p "$OUT/$name" && cp "$OUT/$name-$suffix/commands.txt" "$OUT/$name/"; }
+  done
+}
+
 if [ -z "$DRY" ]; then
   for name in e2e-seg e2e-pg webnlg-seg webnlg-pg e2e-seg-ablation-w0 e2e-seg-ablation-w5; do
     if [ -e "$OUT/$name" ]; then echo "error: $OUT/$name exists; the replay starts from scratch (choose another OUT)" >&2; exit 2; fi
@@ -66,10 +76,7 @@ train e2e-pg --dataset e2e --model pg --init "$OUT/e2e-pg-epoch4" --clean --epoc
 
 # ----- third session: both E2E models fine-tuned with invented names (--substitute 0.5, segviz/augment.py) ----
 # --init starts a new folder from the best weights so far with a fresh Adam state (README "Reproduce")
-for name in e2e-seg e2e-pg; do
-  run "$name" mv "$OUT/$name" "$OUT/$name-before-substitute"
-  [ -n "$DRY" ] || { mkdir -p "$OUT/$name" && cp "$OUT/$name-before-substitute/commands.txt" "$OUT/$name/"; }
-done
+set_aside before-substitute e2e-seg e2e-pg
 train e2e-seg    --dataset e2e    --model seg --init "$OUT/e2e-seg-before-substitute"    --substitute 0.5 --epochs 20 --lr 0.0002
 train e2e-pg     --dataset e2e    --model pg  --init "$OUT/e2e-pg-before-substitute"     --substitute 0.5 --epochs 8  --lr 0.0002
 
@@ -87,10 +94,7 @@ train webnlg-pg  --dataset webnlg --model pg  --resume --substitute 0.5 --epochs
 # abbreviation's full stop inside ("St. Brouthal": --abbreviations, segviz/augment.py), on a lent GPU
 # (scripts/gpu_finetune.sh, four runs at once on one H200, 20 s per epoch); --init: a fresh Adam state from
 # the shipped weights; chosen over them on the tune half's stress suites (README "Choices")
-for name in e2e-seg e2e-pg; do
-  run "$name" mv "$OUT/$name" "$OUT/$name-before-abbreviations"
-  [ -n "$DRY" ] || { mkdir -p "$OUT/$name" && cp "$OUT/$name-before-abbreviations/commands.txt" "$OUT/$name/"; }
-done
+set_aside before-abbreviations e2e-seg e2e-pg
 train e2e-seg --dataset e2e --model seg --init "$OUT/e2e-seg-before-abbreviations" --val-half tune --substitute 0.5 --abbreviations --epochs 22 --lr 0.0002
 train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-abbreviations"  --val-half tune --substitute 0.5 --abbreviations --epochs 10 --lr 0.0002
 
@@ -99,10 +103,7 @@ train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-abbreviations
 # (ROUND=webnlg-clean scripts/gpu_finetune.sh, four runs at once on one H200, 15 s per epoch); --init: a
 # fresh Adam state from the shipped weights; webnlg-seg at lr 0.0005 (chosen over 0.0002 and over four
 # epochs without --clean on the tune half's stress suites, README "Choices"), webnlg-pg at 0.0002
-for name in webnlg-seg webnlg-pg; do
-  run "$name" mv "$OUT/$name" "$OUT/$name-before-clean"
-  [ -n "$DRY" ] || { mkdir -p "$OUT/$name" && cp "$OUT/$name-before-clean/commands.txt" "$OUT/$name/"; }
-done
+set_aside before-clean webnlg-seg webnlg-pg
 train webnlg-seg --dataset webnlg --model seg --init "$OUT/webnlg-seg-before-clean" --val-half tune --substitute 0.5 --clean --epochs 32 --lr 0.0005
 train webnlg-pg  --dataset webnlg --model pg  --init "$OUT/webnlg-pg-before-clean"  --val-half tune --substitute 0.5 --clean --epochs 42 --lr 0.0002
 
