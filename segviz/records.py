@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "tokenize",
     "detokenize",
     "split_camel",
+    "strip_accents",
 ]
 
 
@@ -224,6 +226,11 @@ FUNCTION_WORDS = frozenset(
     "within without between among through during before after around against along "
     "`` '' 's".split()
 )
+
+
+def strip_accents(text: str) -> str:
+    """``text`` without its accents ("Arròs" -> "Arros"), as the checker and the names rule read it."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def is_function_word(word: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,7 +18,7 @@ import torch
 
 from segviz.data import Vocab
 from segviz.lexicon import name_key
-from segviz.records import FUNCTION_WORDS, Record, is_function_word, tokenize  # noqa: F401
+from segviz.records import FUNCTION_WORDS, Record, is_function_word, strip_accents, tokenize  # noqa: F401
 
 _VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
 
@@ -421,19 +420,15 @@ def _subject_phrases(
     return out
 
 
-def _unaccented(word: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-
-
 def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
     """Id -> the id of the same word without its accents, for the words of ``phrases`` (extended-id
     sequences) that have such a twin in the vocabulary or the source: "arròs" (copied from
     ``Arròs_negre``) and the vocabulary's "arros" say the same subject, as the checker reads them
-    (:func:`segviz.faithfulness.common.normalise` strips accents)."""
+    (:func:`segviz.records.strip_accents`)."""
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
     out = {}
     for t in {t for p in phrases for t in p}:
-        plain = _unaccented(word(t))
+        plain = strip_accents(word(t))
         if plain != word(t) and (plain in vocab.stoi or plain in oov):
             out[t] = vocab.stoi[plain] if plain in vocab.stoi else len(vocab) + oov.index(plain)
     return out

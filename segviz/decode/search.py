@@ -24,6 +24,7 @@ from segviz.decode.beam import _banned, _beam_done, _prepare, _ranked
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
+    _accent_twins,
     _continues,
     _entities,
     _force,
@@ -38,7 +39,6 @@ from segviz.decode.rules import (
     _ran_on,
     _run_on,
     _said_ids,
-    _accent_twins,
     _said_once,
     _says_mask,
     _subject_phrases,
@@ -289,6 +289,7 @@ class SegmentDecoder:
             mentions = level.counts_realised and not planned
         func = _function_mask(vocab, oov)  # (n_ext,): the content rule and filler segments read it
         values = _value_ids(vocab, oov, records) if mentions else {}  # k -> ids of a specific value
+        named = _subject_phrases(vocab, oov, records, rules, seen_too=True)  # k -> its named subject's ids
         return _Input(
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
@@ -299,7 +300,7 @@ class SegmentDecoder:
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
-            said_subjects=_subject_phrases(vocab, oov, records, rules, seen_too=True) if mentions else {},
+            said_subjects=named if mentions else {},
             longer=_longer(values, _entities(vocab, oov, records)),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
@@ -308,7 +309,7 @@ class SegmentDecoder:
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
-            twins=_accent_twins(vocab, oov, [*_subject_phrases(vocab, oov, records, rules, seen_too=True).values()]),
+            twins=_accent_twins(vocab, oov, list(named.values())),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:

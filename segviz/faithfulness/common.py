@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
+
+from segviz.records import strip_accents
 
 STATUSES = ("realised", "missing", "repeated", "wrong")
 
@@ -113,8 +114,7 @@ def totals(reports: Iterable[FaithReport]) -> dict:
 
 def normalise(text: str) -> str:
     """Lower case, accents stripped, apostrophes removed, dashes unified, spaces collapsed."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = strip_accents(text)
     text = text.lower().replace("’", "'").replace("‘", "'").replace("`", "'").replace("'", "")
     text = re.sub(r"[‐‑‒–—]", "-", text)
     return re.sub(r"\s+", " ", text).strip()
