@@ -55,15 +55,15 @@ class Record:
         if self.subject is None:
             return tokenize(split_camel(self.attribute)) + tokenize(self.value)
         return (
-            tokenize(_entity_text(self.subject))
+            tokenize(entity_text(self.subject))
             + tokenize(split_camel(self.attribute))
-            + tokenize(_entity_text(self.value))
+            + tokenize(entity_text(self.value))
         )
 
     @property
     def value_tokens(self) -> list[str]:
         """Tokens of the value (E2E) / object (WebNLG) alone."""
-        return tokenize(_entity_text(self.value) if self.subject is not None else self.value)
+        return tokenize(entity_text(self.value) if self.subject is not None else self.value)
 
     def to_json(self) -> dict:
         d = {"attribute": self.attribute, "value": self.value}
@@ -152,7 +152,7 @@ def split_camel(s: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", s)
 
 
-def _entity_text(s: str) -> str:
+def entity_text(s: str) -> str:
     """WebNLG entity -> words: underscores to spaces, surrounding quotes dropped."""
     s = s.replace("_", " ").strip()
     if len(s) >= 2 and s[0] == s[-1] == '"':
@@ -201,7 +201,7 @@ def _restore_case(tokens: list[str], records: list[Record]) -> list[str]:
     phrases = []
     for r in records:
         for text in (r.value, r.subject or ""):
-            cased = _TOKEN.findall(_entity_text(text))
+            cased = _TOKEN.findall(entity_text(text))
             if cased and any(w != w.lower() for w in cased):
                 phrases.append(([w.lower() for w in cased], cased))
     phrases.sort(key=lambda p: -len(p[0]))  # longest first

@@ -380,3 +380,28 @@ def test_once_stops_plus_rm_saying_an_object_twice():
     assert faithfulness.check("webnlg", recs, once.text).errors == 0
     assert once.text.lower().count("texas") <= 2  # at most the subject's and the object's
     assert ck.rules().once  # the checkpoint's default rules, chosen on the tune half
+
+
+def test_qualifiers_keeps_plus_rm_from_saying_a_qualifying_place_again():
+    """The shipped webnlg-seg under +RM (tune half, K = 4): the text says "Ithaca, New York" in the
+    city's segment; without ``qualifiers`` +RM still owes ``state | New_York`` and opens a segment
+    for it ("… and it is the location of Cornell University"); with it, no segment is spent on it."""
+    from segviz.records import Record
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    ck = checkpoint.load(path)
+    recs = [
+        Record("publisher", "Cornell_University", "Administrative_Science_Quarterly"),
+        Record("affiliation", "Association_of_American_Universities", "Cornell_University"),
+        Record("state", "New_York", "Cornell_University"),
+        Record("city", "Ithaca,_New_York", "Cornell_University"),
+    ]
+    gen = lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))  # noqa: E731
+    plain, qualified = gen("auto+once"), gen("auto+once+qualifiers")
+    assert "ithaca, new york" in plain.text.lower() and 3 in {j for _, _, j in plain.segments}
+    assert "ithaca, new york" in qualified.text.lower() and 3 not in {j for _, _, j in qualified.segments}
+    assert faithfulness.check("webnlg", recs, qualified.text).errors == 0
+    assert len(qualified.tokens) < len(plain.tokens)
+    assert ck.rules().qualifiers  # the checkpoint's default rules, chosen on the tune half

@@ -147,6 +147,47 @@ def test_a_value_inside_a_longer_entity_is_not_a_mention():
     assert _alone(ids("angola ."), angola, longer[2])  # the prefix broke off: said alone
 
 
+def test_a_value_that_qualifies_a_longer_entity_after_its_comma_is_a_mention_with_qualifiers():
+    """``qualifiers``: "New York" said in "Ithaca, New York" says (Cornell_University | state |
+    New_York), as the checker reads it; "Angola" in "Angola International Airport" still does not."""
+    from segviz.decode.rules import _entities, value_rules
+    from segviz.decode.search import _alone, _longer_than
+    from segviz.records import Record
+
+    vocab = Vocab("cornell university is in ithaca , new york angola international airport icolo e bengo .".split())
+    recs = [
+        Record("city", "Ithaca,_New_York", "Cornell_University"),
+        Record("state", "New_York", "Cornell_University"),
+        Record("location", "Icolo_e_Bengo", "Angola_International_Airport"),
+        Record("country", "Angola", "Icolo_e_Bengo"),
+    ]
+    ids = lambda text: [vocab.stoi[w] for w in text.split()]  # noqa: E731
+    values, entities = {2: ids("new york"), 4: ids("angola")}, _entities(vocab, [], recs)
+    plain = _longer_than(vocab, values, entities, value_rules("auto+once"))
+    assert plain == {2: [tuple(ids("ithaca , new york"))], 4: [tuple(ids("angola international airport"))]}
+    qualified = _longer_than(vocab, values, entities, value_rules("auto+once+qualifiers"))
+    assert qualified == {4: [tuple(ids("angola international airport"))]}
+    text = ids("cornell university is in ithaca , new york .")
+    assert not _alone(text, tuple(ids("new york")), plain[2])  # inside the city's name: not said
+    assert value_rules("none+qualifiers").qualifiers and not value_rules("auto").qualifiers
+
+
+def test_the_quotes_around_a_literal_are_not_an_entity_of_their_own():
+    """A WebNLG literal ``"06/24 'Kaagbaan'"`` is one entity, its words without the quotes (as
+    ``Record.value_tokens``): the quoted spelling is no longer entity that holds the value, which
+    let +RM say the runway's name a second time ("… is named 06 / 24 ' Kaagbaan '. The runway is
+    called " 06 / 24 ' Kaagbaan ' …")."""
+    from segviz.decode.rules import _entities, _longer, _value_ids
+    from segviz.records import Record
+
+    vocab = Vocab(['"', "06", "/", "24", "'", "kaagbaan", "schiphol"])
+    recs = [Record("runwayName", "\"06/24 'Kaagbaan'\"", "Schiphol")]
+    value = _value_ids(vocab, [], recs)
+    assert value == {1: [vocab.stoi[w] for w in ["06", "/", "24", "'", "kaagbaan", "'"]]}
+    assert tuple(value[1]) in _entities(vocab, [], recs)
+    assert _longer(value, _entities(vocab, [], recs)) == {}
+
+
 def test_decoding_keeps_an_unseen_name_from_running_on(tiny_e2e):
     seg, pg = tiny_e2e
     recs = parse_e2e_mr("name[Zorbleton 3], eatType[pub], customer rating[3 out of 5]")

@@ -18,7 +18,14 @@ import torch
 
 from segviz.data import Vocab
 from segviz.lexicon import name_key
-from segviz.records import FUNCTION_WORDS, Record, is_function_word, strip_accents, tokenize  # noqa: F401
+from segviz.records import (  # noqa: F401
+    FUNCTION_WORDS,
+    Record,
+    entity_text,
+    is_function_word,
+    strip_accents,
+    tokenize,
+)
 
 _VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
 
@@ -60,8 +67,9 @@ def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int,
 
 
 def _slot(text: str) -> tuple[str, ...]:
-    """The lower-cased tokens of a subject or value (underscores read as spaces)."""
-    return tuple(t.lower() for t in tokenize(text.replace("_", " ")))
+    """The lower-cased tokens of a subject or value (underscores read as spaces, the quotes around
+    a WebNLG literal dropped, as in :attr:`Record.value_tokens`)."""
+    return tuple(t.lower() for t in tokenize(entity_text(text)))
 
 
 def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple]:
@@ -84,6 +92,20 @@ def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, li
         holds = [e for e in entities if len(e) > n and any(e[j : j + n] == v for j in range(len(e) - n + 1))]
         if holds:
             out[k] = holds
+    return out
+
+
+def _qualified(longer: dict[int, list[tuple]], values: dict[int, list[int]], comma: int | None) -> dict[int, list[tuple]]:
+    """``longer`` (:func:`_longer`) less the entities that end with the record's value after a
+    comma (``rules.qualifiers``): the value is then the place that qualifies the entity, and saying
+    "Ithaca, New York" says ``New_York`` as the checker reads it (docs/design.md §6), unlike the
+    "Angola" of "Angola International Airport". Records left with no longer entity are dropped."""
+    out = {}
+    for k, es in longer.items():
+        v = tuple(values[k])
+        keep = [e for e in es if not (comma is not None and e[-len(v) :] == v and e[-len(v) - 1] == comma)]
+        if keep:
+            out[k] = keep
     return out
 
 
@@ -159,6 +181,7 @@ class ValueRules:
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
+    qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -191,7 +214,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -199,11 +222,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
 }
 
 
@@ -222,7 +245,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value
-    (:func:`_says_mask`). Chosen on the tuning half of dev
+    (:func:`_says_mask`); ``qualifiers`` (under r / rm) counts a value as said when the text says it
+    as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
+    York", :func:`_qualified`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

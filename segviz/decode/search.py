@@ -36,6 +36,7 @@ from segviz.decode.rules import (
     _owed_after,
     _own_mask,
     _phrases,
+    _qualified,
     _ran_on,
     _run_on,
     _said_ids,
@@ -109,6 +110,13 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
         if seen == entity[: len(seen)]:  # said whole, or still a prefix at the end of the tokens
             return True
     return False
+
+
+def _longer_than(vocab: Vocab, values: dict, entities: list[tuple], rules: ValueRules | None) -> dict:
+    """Record id -> the longer entities a mention of its value inside does not count in
+    (:func:`_longer`; with ``rules.qualifiers`` not those it qualifies after a comma)."""
+    longer = _longer(values, entities)
+    return _qualified(longer, values, vocab.stoi.get(",")) if rules and rules.qualifiers else longer
 
 
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -301,7 +309,7 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             said_subjects=named if mentions else {},
-            longer=_longer(values, _entities(vocab, oov, records)),
+            longer=_longer_than(vocab, values, _entities(vocab, oov, records), rules),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
             values=values,
