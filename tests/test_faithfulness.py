@@ -216,6 +216,31 @@ def test_webnlg_verdicts():
     assert rep.wrong == 0 and rep.hallucinated == []
 
 
+def test_webnlg_a_short_spelling_inside_another_entity_is_no_mention():
+    """The city's first part "Appleton" (of ``Appleton,_Wisconsin``) said inside the subject
+    "Appleton International Airport" is not a mention: one "appleton" more is not a repetition, and
+    the airport's name alone does not say the city. The same for "1634" inside another title, and
+    "Indonesian" inside "Indonesian rupiah"."""
+    recs = parse_webnlg_triples(["Appleton_International_Airport | cityServed | Appleton,_Wisconsin"])
+    assert check_webnlg(recs, "Appleton International Airport serves the city of Appleton.").per_record[0].status == "realised"
+    assert check_webnlg(recs, "Appleton International Airport is 280 metres high.").per_record[0].status == "missing"
+    recs = parse_webnlg_triples(
+        ["1634:_The_Bavarian_Crisis | precededBy | 1634:_The_Baltic_War", "Indonesia | language | Indonesian_language",
+         "Indonesia | currency | Indonesian_rupiah"]
+    )  # fmt: skip
+    text = "1634: The Bavarian Crisis was preceded by 1634 the Baltic War. Indonesian is spoken and the Indonesian rupiah is used."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised", "realised"]
+
+
+def test_webnlg_a_people_said_by_its_adjective():
+    """``Americans`` is said by "an American", ``Japanese_people`` by "the Japanese"."""
+    recs = parse_webnlg_triples(["Karl_Kesel | nationality | Americans", "Japan | ethnicGroup | Japanese_people"])
+    rep = check_webnlg(recs, "Karl Kesel is an American. One of Japan's ethnic groups is the Japanese.")
+    assert [v.status for v in rep.per_record] == ["realised", "realised"]
+    rep = check_webnlg(recs, "Karl Kesel lives in Japan.")
+    assert [v.status for v in rep.per_record] == ["missing", "missing"]
+
+
 def test_check_dispatch_rejects_unknown_dataset():
     with pytest.raises(ValueError):
         check("rotowire", [], "")

@@ -38,7 +38,10 @@ A slot absent from the input but expressed in the text is *hallucinated* (listed
 
 **WebNLG**: the object of each triple is matched after entity normalisation (underscores ->
 spaces, quotes / accents / parentheticals dropped, numbers like ``3500.0`` ~ ``3,500``, ISO
-dates ~ "March 15, 1930"); ``missing`` when no variant is found, ``repeated`` when it is mentioned
+dates ~ "March 15, 1930", a suffix such as " language" or " people" dropped, a people by its
+adjective, "american" for ``Americans``); a variant said inside another input entity that holds
+it is no mention ("Appleton" of ``Appleton,_Wisconsin`` inside "Appleton International Airport");
+``missing`` when no variant is found, ``repeated`` when it is mentioned
 2+ times but occurs only once among the input's subjects and objects. WebNLG predicates are
 open-ended, so ``wrong`` and ``hallucinated`` are always 0 for WebNLG.
 """

@@ -34,54 +34,67 @@ _ALIASES = {
     "united states": ["united states of america", "usa", "u.s.a.", "u.s.", "us", "america", "american"],
     "united kingdom": ["uk", "u.k.", "britain", "great britain", "british"],
 }
-_SUFFIXES = (" language", " f.c.", " a.f.c.", " fc", " afc")
+_SUFFIXES = (" language", " f.c.", " a.f.c.", " fc", " afc", " people")
 
 
-def _variants(entity: str) -> list[str]:
-    """Regex variants of a WebNLG entity to search for (most specific first)."""
+def _plain_variants(entity: str) -> list[str]:
+    """Spellings of a WebNLG entity that state it (most specific first): without its bracket, a
+    suffix ("Japanese people" -> "japanese") or what follows its first comma, an alias, a number
+    written otherwise, and a people by its adjective ("Americans" -> "american")."""
     e = _entity_norm(entity)
-    plain = [e]
     no_paren = re.sub(r"\s*\([^)]*\)", "", e).strip()
-    plain.append(no_paren)
-    for suf in _SUFFIXES:
-        if no_paren.endswith(suf):
-            plain.append(no_paren[: -len(suf)].strip())
+    plain = [e, no_paren]
+    plain += [no_paren[: -len(suf)].strip() for suf in _SUFFIXES if no_paren.endswith(suf)]
     if "," in no_paren:
         plain.append(no_paren.split(",")[0].strip())
     plain += _ALIASES.get(no_paren, [])
+    if re.fullmatch(r"[a-z]+ans", no_paren):  # a people: "Americans", "Italians", "Mexicans"
+        plain.append(no_paren[:-1])
     plain += _number_variants(no_paren)
     num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*(.*)", no_paren)  # "125.0 (minutes)" / "3.5 metres"
     if num:
         plain += _number_variants(num.group(1)) or [num.group(1)]
+    return list(dict.fromkeys(p for p in plain if p))
+
+
+def _variants(entity: str) -> list[tuple[str, str]]:
+    """(regex, the spelling it was made from) of a WebNLG entity (:func:`_plain_variants`, then a
+    date written out), most specific first."""
     out = []
-    for v in dict.fromkeys(p for p in plain if p):
+    for v in _plain_variants(entity):
         rx = re.escape(v).replace(r"\ ", r"[\s-]+")
         if re.search(r"[a-z]$", v):  # plurals and demonyms: "condiments", "indonesian"
             rx += r"(?:s|es|n|an|ian)?"
-        out.append(rx)
+        out.append((rx, v))
+    no_paren = re.sub(r"\s*\([^)]*\)", "", _entity_norm(entity)).strip()
     date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", no_paren)
     if date:
         y, mo, d = date.groups()
         month, day = _MONTHS[int(mo) - 1], str(int(d))
-        out += [rf"{month} {day}(?:st|nd|rd|th)?,? {y}", rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}"]
+        out += [(rf"{month} {day}(?:st|nd|rd|th)?,? {y}", no_paren), (rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}", no_paren)]
     return out
 
 
-def _entity_spans(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans of ``entity`` outside ``masked`` spans, for the first variant that matches."""
-    for v in _variants(entity):
-        rx = re.compile(r"(?<!\w)" + v + r"(?!\w)")
+def _entity_spans(entity: str, norm_text: str, others: list[str]) -> list[tuple[int, int]]:
+    """Spans of ``entity`` for the first variant that matches outside the mentions of ``others``
+    (the input's entities) that hold that variant: "Angola" in "Angola International Airport",
+    the "Appleton" of ``Appleton,_Wisconsin`` in "Appleton International Airport"."""
+    for rx, plain in _variants(entity):
+        masked = _containing_spans(entity, plain, others, norm_text)
         hits = [
-            m.span() for m in rx.finditer(norm_text) if all(m.end() <= s or m.start() >= e for s, e in masked)
+            m.span()
+            for m in re.finditer(r"(?<!\w)" + rx + r"(?!\w)", norm_text)
+            if all(m.end() <= s or m.start() >= e for s, e in masked)
         ]
         if hits:
             return hits
     return []
 
 
-def _count_entity(entity: str, norm_text: str, masked: list[tuple[int, int]]) -> tuple[int, str]:
-    """Mentions of ``entity`` outside ``masked`` spans (first variant that matches) and the evidence."""
-    hits = _entity_spans(entity, norm_text, masked)
+def _count_entity(entity: str, norm_text: str, others: list[str]) -> tuple[int, str]:
+    """Mentions of ``entity`` (first variant that matches, outside the input's other entities that
+    hold it) and the evidence."""
+    hits = _entity_spans(entity, norm_text, others)
     if hits:
         return len(hits), norm_text[hits[0][0] : hits[0][1]]
     words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
@@ -92,13 +105,14 @@ def _count_entity(entity: str, norm_text: str, masked: list[tuple[int, int]]) ->
     return 0, ""
 
 
-def _containing_spans(entity: str, others: list[str], norm_text: str) -> list[tuple[int, int]]:
-    """Spans of other input entities whose name contains ``entity`` ("Athens" in "Athens Airport")."""
+def _containing_spans(entity: str, variant: str, others: list[str], norm_text: str) -> list[tuple[int, int]]:
+    """Spans of the other input entities whose name holds ``variant`` of ``entity`` ("Athens" in
+    "Athens Airport")."""
     e = _entity_norm(entity)
     spans = []
     for o in others:
         on = re.sub(r"\s*\([^)]*\)", "", _entity_norm(o)).strip()
-        if on != e and len(on) > len(e) and re.search(rf"(?<!\w){re.escape(e)}(?!\w)", on):
+        if on != e and len(on) > len(variant) and re.search(rf"(?<!\w){re.escape(variant)}(?!\w)", on):
             rx = re.compile(r"(?<!\w)" + re.escape(on).replace(r"\ ", r"[\s-]+") + r"(?!\w)")
             spans += [(m.start(), m.end()) for m in rx.finditer(norm_text)]
     return spans
@@ -113,7 +127,7 @@ def check_webnlg(records: list[Record], text: str) -> FaithReport:
         in_input[_entity_norm(e)] = in_input.get(_entity_norm(e), 0) + 1
     report = FaithReport()
     for idx, r in enumerate(records):
-        n, ev = _count_entity(r.value, norm, _containing_spans(r.value, entities, norm))
+        n, ev = _count_entity(r.value, norm, entities)
         if n == 0:
             status = "missing"
         elif n >= 2 and in_input.get(_entity_norm(r.value), 0) <= 1:
@@ -135,7 +149,7 @@ def value_mentions_webnlg(records: list[Record], norm: str) -> list[ValueMention
     entities = [e for r in records for e in (r.subject or "", r.value) if e]
     out = []
     for i, r in enumerate(records):
-        spans = _entity_spans(r.value, norm, _containing_spans(r.value, entities, norm))
+        spans = _entity_spans(r.value, norm, entities)
         out += [ValueMention(s, e, i, _entity_norm(r.value)) for s, e in spans]
     known = {int(n) for e in entities for n in _NUMBER.findall(_entity_norm(e))}
     out += [
