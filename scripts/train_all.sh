@@ -103,7 +103,7 @@ train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-abbreviations
 # scripts/gpu_finetune.sh, 15,067 of 18,102 references); --init: a fresh Adam state from the shipped
 # weights; webnlg-seg at lr 0.0005 (chosen over 0.0002 and over four epochs without --clean on the tune
 # half's stress suites, README "Choices"), webnlg-pg at 0.0002. Run again as written in session 11 on
-# the 2-core CPU (--threads 2, 100 s per seg epoch) after the checker fix that keeps 15,415 of 18,102:
+# the 2-core CPU (--threads 2, 95–99 s per seg epoch) after the checker fix that keeps 15,415 of 18,102:
 # those weights are the shipped ones
 set_aside before-clean webnlg-seg webnlg-pg
 train webnlg-seg --dataset webnlg --model seg --init "$OUT/webnlg-seg-before-clean" --val-half tune --substitute 0.5 --clean --epochs 32 --lr 0.0005

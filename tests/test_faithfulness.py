@@ -232,6 +232,19 @@ def test_webnlg_a_short_spelling_inside_another_entity_is_no_mention():
     assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised", "realised"]
 
 
+def test_webnlg_a_place_that_qualifies_another_entity_is_said():
+    """"Austin, Texas" says ``Texas`` too (the place after the comma qualifies the city), as the
+    decoder's *qualifiers* rule reads it; said on its own as well, it is said twice; the city alone
+    does not say it."""
+    recs = parse_webnlg_triples(["Andrews_County_Airport | cityServed | Austin,_Texas", "Andrews_County_Airport | state | Texas"])
+    assert [v.status for v in check_webnlg(recs, "It serves Austin, Texas.").per_record] == ["realised", "realised"]
+    assert [v.status for v in check_webnlg(recs, "It is in Texas and serves Austin, Texas.").per_record] == ["realised", "repeated"]
+    assert [v.status for v in check_webnlg(recs, "It serves Austin.").per_record] == ["realised", "missing"]
+    own = parse_webnlg_triples(["Potter_County,_Texas | state | Texas"])  # its own subject names the county only
+    assert check_webnlg(own, "Potter County, Texas is in the state of Texas.").per_record[0].status == "realised"
+    assert check_webnlg(own, "Potter County, Texas is a county.").per_record[0].status == "missing"
+
+
 def test_webnlg_a_people_said_by_its_adjective():
     """``Americans`` is said by "an American", ``Japanese_people`` by "the Japanese"."""
     recs = parse_webnlg_triples(["Karl_Kesel | nationality | Americans", "Japan | ethnicGroup | Japanese_people"])

@@ -95,3 +95,14 @@ def test_webnlg_number_absent_from_the_input():
     assert vs[0].verdict == "faithful" and vs[1].verdict == "absent value" and vs[1].absent == ("12",)
     vs = _verdicts("webnlg", recs, [("Alfred Moore was born on", 1), ("Mara .", None)])
     assert vs[0].verdict == "unrealised"
+
+
+def test_webnlg_a_qualifying_place_inside_the_segments_own_value_is_not_another_record():
+    """The city's segment says "Austin, Texas": its own value, whose "Texas" also states
+    ``state | Texas`` (the checker reads the place after a comma so), is no other record's value;
+    a segment that says "Texas" on its own still is."""
+    recs = parse_webnlg_triples(["Andrews_County_Airport | cityServed | Austin,_Texas", "Andrews_County_Airport | state | Texas"])
+    vs = _verdicts("webnlg", recs, [("Andrews County Airport serves Austin , Texas", 1), (".", None)])
+    assert [v.verdict for v in vs] == ["faithful", "faithful"]
+    vs = _verdicts("webnlg", recs, [("Andrews County Airport serves Austin", 1), ("in Texas .", None)])
+    assert [v.verdict for v in vs] == ["faithful", "other record"]

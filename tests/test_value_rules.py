@@ -150,7 +150,7 @@ def test_a_value_inside_a_longer_entity_is_not_a_mention():
 def test_a_value_that_qualifies_a_longer_entity_after_its_comma_is_a_mention_with_qualifiers():
     """``qualifiers``: "New York" said in "Ithaca, New York" says (Cornell_University | state |
     New_York), as the checker reads it; "Angola" in "Angola International Airport" still does not."""
-    from segviz.decode.rules import _entities, value_rules
+    from segviz.decode.rules import value_rules
     from segviz.decode.search import _alone, _longer_than
     from segviz.records import Record
 
@@ -162,14 +162,23 @@ def test_a_value_that_qualifies_a_longer_entity_after_its_comma_is_a_mention_wit
         Record("country", "Angola", "Icolo_e_Bengo"),
     ]
     ids = lambda text: [vocab.stoi[w] for w in text.split()]  # noqa: E731
-    values, entities = {2: ids("new york"), 4: ids("angola")}, _entities(vocab, [], recs)
-    plain = _longer_than(vocab, values, entities, value_rules("auto+once"))
+    values = {2: ids("new york"), 4: ids("angola")}
+    plain = _longer_than(vocab, [], recs, values, value_rules("auto+once"))
     assert plain == {2: [tuple(ids("ithaca , new york"))], 4: [tuple(ids("angola international airport"))]}
-    qualified = _longer_than(vocab, values, entities, value_rules("auto+once+qualifiers"))
+    qualified = _longer_than(vocab, [], recs, values, value_rules("auto+once+qualifiers"))
     assert qualified == {4: [tuple(ids("angola international airport"))]}
+    # the record's own subject is not qualified so: "Potter County, Texas" names the county
+    potter = [Record("state", "New_York", "Ithaca,_New_York")]
+    assert _longer_than(vocab, [], potter, {1: ids("new york")}, value_rules("auto+qualifiers")) == {1: [tuple(ids("ithaca , new york"))]}
     text = ids("cornell university is in ithaca , new york .")
     assert not _alone(text, tuple(ids("new york")), plain[2])  # inside the city's name: not said
     assert value_rules("none+qualifiers").qualifiers and not value_rules("auto").qualifiers
+    # the once rule reads it the same way: "new york" after "ithaca, new york" would say it again
+    from segviz.decode.rules import _function_mask, _said_once
+
+    func = _function_mask(vocab, [])
+    assert _said_once(vocab, [], recs, value_rules("auto+once"), func)[2][2] == [tuple(ids("ithaca , new york"))]
+    assert _said_once(vocab, [], recs, value_rules("auto+once+qualifiers"), func)[2][2] == []
 
 
 def test_the_quotes_around_a_literal_are_not_an_entity_of_their_own():

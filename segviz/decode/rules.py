@@ -95,17 +95,32 @@ def _longer(values: dict[int, list[int]], entities: list[tuple]) -> dict[int, li
     return out
 
 
-def _qualified(longer: dict[int, list[tuple]], values: dict[int, list[int]], comma: int | None) -> dict[int, list[tuple]]:
+def _qualified(
+    longer: dict[int, list[tuple]], values: dict[int, list[int]], comma: int | None, subjects: dict[int, tuple]
+) -> dict[int, list[tuple]]:
     """``longer`` (:func:`_longer`) less the entities that end with the record's value after a
     comma (``rules.qualifiers``): the value is then the place that qualifies the entity, and saying
-    "Ithaca, New York" says ``New_York`` as the checker reads it (docs/design.md §6), unlike the
-    "Angola" of "Angola International Airport". Records left with no longer entity are dropped."""
+    "Ithaca, New York" says ``New_York`` as the checker reads it (``faithfulness.webnlg``
+    ``_containing_spans``; docs/design.md §6), unlike the "Angola" of "Angola International
+    Airport", nor the record's own subject (``subjects``: record id -> its ids): "Potter County,
+    Texas" names the county. Records left with no longer entity are dropped."""
     out = {}
     for k, es in longer.items():
         v = tuple(values[k])
-        keep = [e for e in es if not (comma is not None and e[-len(v) :] == v and e[-len(v) - 1] == comma)]
+        keep = [e for e in es if e[-len(v) - 1 :] != (comma, *v) or e == subjects.get(k)]
         if keep:
             out[k] = keep
+    return out
+
+
+def _subject_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int, tuple]:
+    """Record id (1..K) -> extended ids of its WebNLG subject, where the vocabulary and the source
+    spell it (as :func:`_entities` reads it)."""
+    out = {}
+    for k, r in enumerate(records, 1):
+        ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in _slot(r.subject or "")]
+        if ids and None not in ids:
+            out[k] = tuple(ids)
     return out
 
 
@@ -137,7 +152,10 @@ def _said_once(
         # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
         apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
         if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
-            out[k] = (value, max(apart, content[0]), _longer({k: ids}, others).get(k, []), others)
+            longer = _longer({k: ids}, others)  # with rules.qualifiers, "New York" is said in "Ithaca, New York"
+            if rules.qualifiers:
+                longer = _qualified(longer, {k: ids}, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
+            out[k] = (value, max(apart, content[0]), longer.get(k, []), others)
     return out
 
 

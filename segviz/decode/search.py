@@ -42,6 +42,7 @@ from segviz.decode.rules import (
     _said_ids,
     _said_once,
     _says_mask,
+    _subject_ids,
     _subject_phrases,
     _value_ids,
     _values_mask,
@@ -112,11 +113,13 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
     return False
 
 
-def _longer_than(vocab: Vocab, values: dict, entities: list[tuple], rules: ValueRules | None) -> dict:
+def _longer_than(vocab: Vocab, oov: list[str], records: list[Record], values: dict, rules: ValueRules | None) -> dict:
     """Record id -> the longer entities a mention of its value inside does not count in
     (:func:`_longer`; with ``rules.qualifiers`` not those it qualifies after a comma)."""
-    longer = _longer(values, entities)
-    return _qualified(longer, values, vocab.stoi.get(",")) if rules and rules.qualifiers else longer
+    longer = _longer(values, _entities(vocab, oov, records))
+    if not (rules and rules.qualifiers):
+        return longer
+    return _qualified(longer, values, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
 
 
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -309,7 +312,7 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             said_subjects=named if mentions else {},
-            longer=_longer_than(vocab, values, _entities(vocab, oov, records), rules),
+            longer=_longer_than(vocab, oov, records, values, rules),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
             values=values,

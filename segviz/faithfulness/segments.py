@@ -10,7 +10,7 @@ then belongs to the segment that holds most of its characters.
 
 Verdicts, first match wins: ``absent value`` (states a value not in the input), ``other
 record`` (states another record's value; for WebNLG naming the segment's own subject or object
-never counts), ``filler`` (only function words and punctuation, in a record that has another
+never counts, nor a value said inside the segment's own value, :func:`_nested`), ``filler`` (only function words and punctuation, in a record that has another
 segment with a content word: what the ``fillers`` decoding switch allows, docs/design.md §6; it
 claims nothing and, like a null segment, is not a record segment in the totals), ``unrealised``
 (a record segment that does not state its value, e.g. only function words), ``faithful``.
@@ -75,6 +75,13 @@ def _owner(m: ValueMention, spans: list[tuple[int, int]]) -> int:
     return max(range(len(spans)), key=lambda i: overlap[i])
 
 
+def _nested(m: ValueMention, own: list[ValueMention]) -> bool:
+    """Whether mention ``m`` lies strictly inside a mention of the segment's own record: the
+    "Texas" of "Austin, Texas" said by the city's segment is part of its own value (WebNLG
+    checker: a place after a comma qualifies the entity)."""
+    return any(o.start <= m.start and m.end <= o.end and (o.start, o.end) != (m.start, m.end) for o in own)
+
+
 def segment_verdicts(
     dataset: str, records: list[Record], tokens: list[str], segments: Iterable[tuple[int, int, int | None]]
 ) -> list[SegmentVerdict]:
@@ -95,10 +102,13 @@ def segment_verdicts(
     for (s, e, k), text, ms, x in zip(segments, texts, held, empty, strict=True):
         own_entities = _own_entities(dataset, records[k - 1] if k else None)
         stated = {m.record + 1 for m in ms if m.record is not None}
+        own = [m for m in ms if k and m.record == k - 1]
         others = sorted(
             j
             for j in stated
-            if j != k and not any(m.record == j - 1 and m.entity in own_entities for m in ms)
+            if j != k
+            and not any(m.record == j - 1 and m.entity in own_entities for m in ms)
+            and not all(_nested(m, own) for m in ms if m.record == j - 1)
         )
         absent = tuple(norm[m.start : m.end] for m in ms if m.record is None)
         out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent, bool(k) and x and k in said))

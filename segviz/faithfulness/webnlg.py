@@ -37,12 +37,18 @@ _ALIASES = {
 _SUFFIXES = (" language", " f.c.", " a.f.c.", " fc", " afc", " people")
 
 
+def _no_paren(norm: str) -> str:
+    """A normalised entity without its bracketed part: "ardmore airport (new zealand)" -> "ardmore airport"."""
+    return re.sub(r"\s*\([^)]*\)", "", norm).strip()
+
+
 def _plain_variants(entity: str) -> list[str]:
     """Spellings of a WebNLG entity that state it (most specific first): without its bracket, a
-    suffix ("Japanese people" -> "japanese") or what follows its first comma, an alias, a number
-    written otherwise, and a people by its adjective ("Americans" -> "american")."""
+    suffix ("Japanese people" -> "japanese") or what comes before its first comma ("Abilene" of
+    "Abilene, Texas"), an alias, a number written otherwise, and a one-word people by its
+    adjective ("Americans" -> "american"; "African Americans" is not read so)."""
     e = _entity_norm(entity)
-    no_paren = re.sub(r"\s*\([^)]*\)", "", e).strip()
+    no_paren = _no_paren(e)
     plain = [e, no_paren]
     plain += [no_paren[: -len(suf)].strip() for suf in _SUFFIXES if no_paren.endswith(suf)]
     if "," in no_paren:
@@ -66,7 +72,7 @@ def _variants(entity: str) -> list[tuple[str, str]]:
         if re.search(r"[a-z]$", v):  # plurals and demonyms: "condiments", "indonesian"
             rx += r"(?:s|es|n|an|ian)?"
         out.append((rx, v))
-    no_paren = re.sub(r"\s*\([^)]*\)", "", _entity_norm(entity)).strip()
+    no_paren = _no_paren(_entity_norm(entity))
     date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", no_paren)
     if date:
         y, mo, d = date.groups()
@@ -75,12 +81,12 @@ def _variants(entity: str) -> list[tuple[str, str]]:
     return out
 
 
-def _entity_spans(entity: str, norm_text: str, others: list[str]) -> list[tuple[int, int]]:
+def _entity_spans(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> list[tuple[int, int]]:
     """Spans of ``entity`` for the first variant that matches outside the mentions of ``others``
     (the input's entities) that hold that variant: "Angola" in "Angola International Airport",
     the "Appleton" of ``Appleton,_Wisconsin`` in "Appleton International Airport"."""
     for rx, plain in _variants(entity):
-        masked = _containing_spans(entity, plain, others, norm_text)
+        masked = _containing_spans(entity, plain, others, norm_text, subject)
         hits = [
             m.span()
             for m in re.finditer(r"(?<!\w)" + rx + r"(?!\w)", norm_text)
@@ -91,10 +97,10 @@ def _entity_spans(entity: str, norm_text: str, others: list[str]) -> list[tuple[
     return []
 
 
-def _count_entity(entity: str, norm_text: str, others: list[str]) -> tuple[int, str]:
+def _count_entity(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> tuple[int, str]:
     """Mentions of ``entity`` (first variant that matches, outside the input's other entities that
-    hold it) and the evidence."""
-    hits = _entity_spans(entity, norm_text, others)
+    hold it) and the evidence; ``subject``: the record's own subject."""
+    hits = _entity_spans(entity, norm_text, others, subject)
     if hits:
         return len(hits), norm_text[hits[0][0] : hits[0][1]]
     words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
@@ -105,13 +111,21 @@ def _count_entity(entity: str, norm_text: str, others: list[str]) -> tuple[int, 
     return 0, ""
 
 
-def _containing_spans(entity: str, variant: str, others: list[str], norm_text: str) -> list[tuple[int, int]]:
+def _containing_spans(
+    entity: str, variant: str, others: list[str], norm_text: str, subject: str | None = None
+) -> list[tuple[int, int]]:
     """Spans of the other input entities whose name holds ``variant`` of ``entity`` ("Athens" in
-    "Athens Airport")."""
+    "Athens Airport"), but not of those it qualifies after their comma: "Ithaca, New York" says
+    ``New_York`` (as the decoder's *qualifiers* rule reads it, ``decode.rules._qualified``),
+    unless that entity is the record's own ``subject`` ("Potter County, Texas" names the county,
+    it does not say ``Potter_County,_Texas | state | Texas``)."""
     e = _entity_norm(entity)
+    own = _no_paren(_entity_norm(subject)) if subject else None
     spans = []
     for o in others:
-        on = re.sub(r"\s*\([^)]*\)", "", _entity_norm(o)).strip()
+        on = _no_paren(_entity_norm(o))
+        if on.endswith(", " + variant) and on != own:
+            continue
         if on != e and len(on) > len(variant) and re.search(rf"(?<!\w){re.escape(variant)}(?!\w)", on):
             rx = re.compile(r"(?<!\w)" + re.escape(on).replace(r"\ ", r"[\s-]+") + r"(?!\w)")
             spans += [(m.start(), m.end()) for m in rx.finditer(norm_text)]
@@ -127,7 +141,7 @@ def check_webnlg(records: list[Record], text: str) -> FaithReport:
         in_input[_entity_norm(e)] = in_input.get(_entity_norm(e), 0) + 1
     report = FaithReport()
     for idx, r in enumerate(records):
-        n, ev = _count_entity(r.value, norm, entities)
+        n, ev = _count_entity(r.value, norm, entities, r.subject)
         if n == 0:
             status = "missing"
         elif n >= 2 and in_input.get(_entity_norm(r.value), 0) <= 1:
@@ -149,7 +163,7 @@ def value_mentions_webnlg(records: list[Record], norm: str) -> list[ValueMention
     entities = [e for r in records for e in (r.subject or "", r.value) if e]
     out = []
     for i, r in enumerate(records):
-        spans = _entity_spans(r.value, norm, entities)
+        spans = _entity_spans(r.value, norm, entities, r.subject)
         out += [ValueMention(s, e, i, _entity_norm(r.value)) for s, e in spans]
     known = {int(n) for e in entities for n in _NUMBER.findall(_entity_norm(e))}
     out += [
