@@ -143,6 +143,7 @@ def _said_once(
                 slots[_slot(text)] = slots.get(_slot(text), 0) + 1
     values = _value_ids(vocab, oov, records)
     entities = _entities(vocab, oov, records)
+    subjects = _subject_ids(vocab, oov, records) if rules.qualifiers else {}
     out = {}
     for k, ids in values.items():
         value = tuple(ids)
@@ -154,7 +155,7 @@ def _said_once(
         if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
             longer = _longer({k: ids}, others)  # with rules.qualifiers, "New York" is said in "Ithaca, New York"
             if rules.qualifiers:
-                longer = _qualified(longer, {k: ids}, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
+                longer = _qualified(longer, {k: ids}, vocab.stoi.get(","), subjects)
             out[k] = (value, max(apart, content[0]), longer.get(k, []), others)
     return out
 
