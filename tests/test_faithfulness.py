@@ -245,6 +245,20 @@ def test_webnlg_a_place_that_qualifies_another_entity_is_said():
     assert check_webnlg(own, "Potter County, Texas is a county.").per_record[0].status == "missing"
 
 
+def test_webnlg_value_mentions_follow_the_same_masking():
+    """The per-segment verdict's value mentions read spellings as the record verdicts do: no
+    "appleton" inside the airport's name, and "Austin, Texas" mentions the city and the state."""
+    from segviz.faithfulness.common import normalise
+    from segviz.faithfulness.webnlg import value_mentions_webnlg
+
+    recs = parse_webnlg_triples(["Appleton_International_Airport | cityServed | Appleton,_Wisconsin"])
+    norm = normalise("Appleton International Airport serves the city of Appleton.")
+    assert [norm[m.start : m.end] for m in value_mentions_webnlg(recs, norm)] == ["appleton"]
+    recs = parse_webnlg_triples(["Andrews_County_Airport | cityServed | Austin,_Texas", "Andrews_County_Airport | state | Texas"])
+    norm = normalise("It serves Austin, Texas.")
+    assert [(norm[m.start : m.end], m.record) for m in value_mentions_webnlg(recs, norm)] == [("austin, texas", 0), ("texas", 1)]
+
+
 def test_webnlg_a_people_said_by_its_adjective():
     """``Americans`` is said by "an American", ``Japanese_people`` by "the Japanese"."""
     recs = parse_webnlg_triples(["Karl_Kesel | nationality | Americans", "Japan | ethnicGroup | Japanese_people"])
