@@ -136,6 +136,7 @@ def test_plan_editor_reorder_and_regenerate(page, server, tiny):
     page.get_by_role("link", name="Plan editor").click()  # same session: the Playground's records
     page.get_by_text("The model's own plan").first.wait_for()  # the order starts from the model's own plan
     page.get_by_text(f"1. record {own[0]}: {records[own[0] - 1].label}").wait_for()
+    _idle(page)  # the page may still be rerunning: a click now can be lost (a CI run timed out here)
     page.get_by_role("button", name="↓").first.click()
     moved = [own[1], own[0], *own[2:]]
     page.get_by_text(f"1. record {moved[0]}: {records[moved[0] - 1].label}").wait_for()
