@@ -129,8 +129,8 @@ def test_a_name_does_not_run_on_into_a_value():
 
 
 def test_a_value_inside_a_longer_entity_is_not_a_mention():
-    from segviz.decode.rules import _entities
-    from segviz.decode.search import _alone, _longer
+    from segviz.decode.rules import _entities, _longer
+    from segviz.decode.search import _alone
     from segviz.records import Record
 
     vocab = Vocab(["angola", "international", "airport", "is", "in", "icolo", "e", "bengo", ",", "."])
@@ -150,8 +150,9 @@ def test_a_value_inside_a_longer_entity_is_not_a_mention():
 def test_a_value_that_qualifies_a_longer_entity_after_its_comma_is_a_mention_with_qualifiers():
     """``qualifiers``: "New York" said in "Ithaca, New York" says (Cornell_University | state |
     New_York), as the checker reads it; "Angola" in "Angola International Airport" still does not."""
+    from segviz.decode.rules import longer_than as _longer_than
     from segviz.decode.rules import value_rules
-    from segviz.decode.search import _alone, _longer_than
+    from segviz.decode.search import _alone
     from segviz.records import Record
 
     vocab = Vocab("cornell university is in ithaca , new york angola international airport icolo e bengo .".split())

@@ -124,6 +124,16 @@ def _subject_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[in
     return out
 
 
+def longer_than(vocab: Vocab, oov: list[str], records: list[Record], values: dict, rules: ValueRules | None) -> dict:
+    """Record id -> the input's longer entities a mention of its value inside does not count in
+    (:func:`_longer`; with ``rules.qualifiers`` not those it qualifies after a comma, :func:`_qualified`):
+    read by the mention rule and by *once*."""
+    longer = _longer(values, _entities(vocab, oov, records))
+    if not (rules and rules.qualifiers):
+        return longer
+    return _qualified(longer, values, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
+
+
 def _said_once(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
 ) -> dict[int, tuple[tuple, int, list[tuple], list[tuple]]]:
@@ -143,7 +153,7 @@ def _said_once(
                 slots[_slot(text)] = slots.get(_slot(text), 0) + 1
     values = _value_ids(vocab, oov, records)
     entities = _entities(vocab, oov, records)
-    subjects = _subject_ids(vocab, oov, records) if rules.qualifiers else {}
+    longer = longer_than(vocab, oov, records, values, rules)  # with qualifiers, "New York" is said in "Ithaca, New York"
     out = {}
     for k, ids in values.items():
         value = tuple(ids)
@@ -153,9 +163,6 @@ def _said_once(
         # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
         apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
         if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
-            longer = _longer({k: ids}, others)  # with rules.qualifiers, "New York" is said in "Ithaca, New York"
-            if rules.qualifiers:
-                longer = _qualified(longer, {k: ids}, vocab.stoi.get(","), subjects)
             out[k] = (value, max(apart, content[0]), longer.get(k, []), others)
     return out
 

@@ -26,26 +26,23 @@ from segviz.decode.rules import (
     _absent_ids,
     _accent_twins,
     _continues,
-    _entities,
     _force,
     _function_mask,
     _inner_ids,
     _just_said,
-    _longer,
     _mentioned_now,
     _owed_after,
     _own_mask,
     _phrases,
-    _qualified,
     _ran_on,
     _run_on,
     _said_ids,
     _said_once,
     _says_mask,
-    _subject_ids,
     _subject_phrases,
     _value_ids,
     _values_mask,
+    longer_than,
     repeated_ngram_ends,
 )
 from segviz.model import SegEncoding, SegmentModel
@@ -111,15 +108,6 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
         if seen == entity[: len(seen)]:  # said whole, or still a prefix at the end of the tokens
             return True
     return False
-
-
-def _longer_than(vocab: Vocab, oov: list[str], records: list[Record], values: dict, rules: ValueRules | None) -> dict:
-    """Record id -> the longer entities a mention of its value inside does not count in
-    (:func:`_longer`; with ``rules.qualifiers`` not those it qualifies after a comma)."""
-    longer = _longer(values, _entities(vocab, oov, records))
-    if not (rules and rules.qualifiers):
-        return longer
-    return _qualified(longer, values, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
 
 
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -312,7 +300,7 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             said_subjects=named if mentions else {},
-            longer=_longer_than(vocab, oov, records, values, rules),
+            longer=longer_than(vocab, oov, records, values, rules),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
             values=values,
