@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -47,7 +48,7 @@ from segviz.train_console import Console, command_line
 from segviz.trainer import Parallel, Trainer, evaluate_loss, init_parallel, set_threads, train_step
 
 __all__ = ["TrainConfig", "Run", "Step", "fit", "setup", "train_epoch", "validate", "record_epoch", "prepare", "init_from",
-           "clean_examples", "time_steps", "main", "add_config_args", "pick", "command_line",
+           "clean_examples", "read_clean_list", "time_steps", "main", "add_config_args", "pick", "command_line",
            "Parallel", "Trainer", "evaluate_loss", "init_parallel", "set_threads", "train_step"]  # the last six: segviz.trainer
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class TrainConfig:
     val_every: int = 0  # also validate every N steps on `val_subset` dev examples (0 = only per epoch)
     val_subset: int = 500  # dev examples used by the in-epoch validation
     clean: bool = False  # keep only references the faithfulness checker finds complete and exact
+    clean_list: str = ""  # with clean: keep the references a recorded list names (scripts/clean_list.py), not today's checker's
     substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
     abbreviations: bool = False  # invented names also with an abbreviation's full stop ("St. Brouthal"; segviz.augment)
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
@@ -101,13 +103,32 @@ def pick(cls, args: argparse.Namespace, **extra):
     return cls(**{**vals, **extra})
 
 
-def clean_examples(dataset: str, examples: list) -> list:
+def clean_examples(dataset: str, examples: list, keep: list[int] | None = None) -> list:
     """Examples whose reference the automatic checker (:mod:`segviz.faithfulness`) finds with no
     missing, repeated, wrong or hallucinated record: training-data cleaning in the manner of
-    Dušek et al. (2019), whose cleaned E2E data cut omissions without hurting fluency."""
-    kept = [e for e in examples if faithfulness.check(dataset, e.records, " ".join(e.target)).errors == 0]
-    log.info("--clean: kept %d of %d %s examples", len(kept), len(examples), dataset)
+    Dušek et al. (2019), whose cleaned E2E data cut omissions without hurting fluency. With
+    ``keep`` (indices into ``examples``, from ``--clean-list``) those a checker of the past kept:
+    a recipe step replays on the same references after the checker improves."""
+    if keep is None:
+        kept = [e for e in examples if faithfulness.check(dataset, e.records, " ".join(e.target)).errors == 0]
+    elif all(isinstance(i, int) and 0 <= i < len(examples) for i in keep):
+        kept = [examples[i] for i in keep]
+    else:
+        raise DataError(f"--clean-list names references outside the {len(examples)} {dataset} examples read")
+    log.info("--clean: kept %d of %d %s examples%s", len(kept), len(examples), dataset, " (--clean-list)" if keep is not None else "")
     return kept
+
+
+def read_clean_list(path: str, dataset: str) -> dict[str, list[int]]:
+    """``--clean-list``: {"train": [...], "dev": [...]} indices of the references to keep, as
+    ``scripts/clean_list.py`` writes them for ``dataset``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"--clean-list {path}: cannot read it as JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("dataset") != dataset or not all(isinstance(data.get(k), list) for k in ("train", "dev")):
+        raise DataError(f"--clean-list {path}: not a {dataset} list of kept train and dev references")
+    return {k: data[k] for k in ("train", "dev")}
 
 
 def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, vocab: Vocab | None = None):
@@ -122,7 +143,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
         dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
     dev = dev[: tcfg.max_val_examples or None]
     if tcfg.clean:
-        train, dev = clean_examples(tcfg.dataset, train), clean_examples(tcfg.dataset, dev)
+        keep = read_clean_list(tcfg.clean_list, tcfg.dataset) if tcfg.clean_list else {}
+        train, dev = clean_examples(tcfg.dataset, train, keep.get("train")), clean_examples(tcfg.dataset, dev, keep.get("dev"))
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
     train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed, tcfg.abbreviations)  # after the vocabulary
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
@@ -203,7 +225,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     half = tcfg.val_half if tcfg.val_half != "all" else was_half
     was_val_n = stored["train"].get("max_val_examples", 0)
     limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
-    tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean,
+    tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean, "clean_list": tcfg.clean_list or stored["train"].get("clean_list", ""),
                           "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "word_dropout": tcfg.word_dropout, "val_half": half, **limits})
     return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half or tcfg.max_val_examples != was_val_n
 

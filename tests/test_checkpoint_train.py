@@ -120,6 +120,41 @@ def test_clean_examples_keeps_only_complete_references():
     assert p.parse_args([]).clean is None and p.parse_args(["--clean"]).clean is True
 
 
+def test_clean_list_keeps_the_references_it_names_whatever_the_checker_says_now(tmp_path):
+    """``--clean-list``: a recipe step replays on the references a past checker kept; a list of
+    another dataset, or naming a reference that is not there, is refused with a clear error."""
+    from segviz.data import Example
+    from segviz.records import parse_e2e_mr, tokenize
+    from segviz.train import clean_examples, read_clean_list
+
+    recs = parse_e2e_mr("name[Aromi], eatType[pub], area[riverside]")
+    exs = [Example("mr", recs, tokenize(t)) for t in ("Aromi is a pub in the riverside area.", "Aromi is a pub.")]
+    assert [e.target for e in clean_examples("e2e", exs, [1])] == [tokenize("Aromi is a pub.")]  # not the checker's pick
+    assert clean_examples("e2e", exs, []) == []
+    with pytest.raises(DataError, match="outside the 2 e2e examples"):
+        clean_examples("e2e", exs, [2])
+    f = tmp_path / "keep.json"
+    f.write_text(json.dumps({"dataset": "e2e", "train": [0], "dev": [1, 3]}))
+    assert read_clean_list(str(f), "e2e") == {"train": [0], "dev": [1, 3]}
+    with pytest.raises(DataError, match="not a webnlg list"):
+        read_clean_list(str(f), "webnlg")
+    f.write_text("{not json")
+    with pytest.raises(DataError, match="cannot read it as JSON"):
+        read_clean_list(str(f), "e2e")
+
+
+def test_the_shipped_webnlg_clean_list_is_the_one_the_fine_tune_read():
+    """scripts/webnlg-clean-s11.json names the 15,415 training and 947 validation (tune half)
+    references that session 11's checker kept and the WebNLG exact-reference fine-tune read
+    (checkpoints/webnlg-seg history: "kept 15415 of 18102")."""
+    from conftest import ROOT
+
+    data = json.loads((ROOT / "scripts" / "webnlg-clean-s11.json").read_text(encoding="utf-8"))
+    assert data["dataset"] == "webnlg" and data["val_half"] == "tune"
+    assert (len(data["train"]), len(data["dev"])) == (15415, 947)
+    assert data["train"] == sorted(set(data["train"])) and 0 <= data["train"][0] and data["train"][-1] < 18102
+
+
 def test_average_is_the_mean_of_the_weights(tmp_path, vocab, examples):
     from segviz.average import average
     from segviz.average import main as average_main
