@@ -268,6 +268,23 @@ def test_webnlg_a_people_said_by_its_adjective():
     assert [v.status for v in rep.per_record] == ["missing", "missing"]
 
 
+def test_webnlg_a_spelling_written_as_a_tokenised_text_writes_it():
+    """A full stop or a letter-digit boundary followed by a space is the same spelling ("A. D." for
+    "A.D.", "PS 3523. E 55" for "PS3523.E55"), so the subject "A. D. Isidro Metapán" holds its
+    full name and "AEK Athens F. C." holds "Athens" as the unspaced names do; an entity said in the
+    plural ("Bacon sandwiches") holds what its name holds."""
+    recs = parse_webnlg_triples(['A.D._Isidro_Metapán | fullname | "Isidro Metapán"', "AEK_Athens_F.C. | ground | Athens"])
+    text = "A. D. Isidro metapan's full name is Isidro Metapán. AEK Athens F. C. play in Athens."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
+    text = "A. D. Isidro metapan and AEK Athens F. C. play football."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "missing"]
+    recs = parse_webnlg_triples(['A_Severed_Wasp | LibraryofCongressClassification | "PS3523.E55 S4 1982"'])
+    assert check_webnlg(recs, "A Severed Wasp is classified PS 3523. E 55 S 4 1982.").per_record[0].status == "realised"
+    recs = parse_webnlg_triples(["Bacon_sandwich | ingredient | Bacon", "Bacon_sandwich | country | United_Kingdom"])
+    assert [v.status for v in check_webnlg(recs, "Bacon sandwiches are popular in the UK.").per_record] == ["missing", "realised"]
+    assert [v.status for v in check_webnlg(recs, "Bacon sandwiches, made of bacon, are British.").per_record] == ["realised", "realised"]
+
+
 def test_check_dispatch_rejects_unknown_dataset():
     with pytest.raises(ValueError):
         check("rotowire", [], "")

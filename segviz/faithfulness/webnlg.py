@@ -63,12 +63,24 @@ def _plain_variants(entity: str) -> list[str]:
     return list(dict.fromkeys(p for p in plain if p))
 
 
+def _spaced(spelling: str) -> str:
+    """Regex of a normalised spelling that also reads it with its words joined by a dash and with
+    a space after a full stop or between letters and digits, as a tokenised text writes it
+    ("a. d. isidro metapan" for "a.d. isidro metapan", "ps 3523. e 55" for "ps3523.e55")."""
+    out = ""
+    for a, b in zip(spelling, spelling[1:] + " ", strict=True):
+        out += r"[\s-]+" if a == " " else re.escape(a)
+        if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()):
+            out += r"\s*"
+    return out
+
+
 def _variants(entity: str) -> list[tuple[str, str]]:
     """(regex, the spelling it was made from) of a WebNLG entity (:func:`_plain_variants`, then a
     date written out), most specific first."""
     out = []
     for v in _plain_variants(entity):
-        rx = re.escape(v).replace(r"\ ", r"[\s-]+")
+        rx = _spaced(v)
         if re.search(r"[a-z]$", v):  # plurals and demonyms: "condiments", "indonesian"
             rx += r"(?:s|es|n|an|ian)?"
         out.append((rx, v))
@@ -104,8 +116,10 @@ def _count_entity(entity: str, norm_text: str, others: list[str], subject: str |
     if hits:
         return len(hits), norm_text[hits[0][0] : hits[0][1]]
     words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
-    if len(words) >= 2:  # partial: most content words present
-        present = [w for w in words if re.search(rf"\b{re.escape(w)}", norm_text)]
+    if len(words) >= 2:  # partial: most content words present, outside the other entities that hold it
+        spans = _containing_spans(entity, _no_paren(_entity_norm(entity)), others, norm_text, subject)
+        rest = "".join(" " if any(s <= i < e for s, e in spans) else c for i, c in enumerate(norm_text))
+        present = [w for w in words if re.search(rf"\b{re.escape(w)}", rest)]
         if len(present) * 3 >= len(words) * 2:
             return 1, " ".join(present)
     return 0, ""
@@ -127,7 +141,8 @@ def _containing_spans(
         if on.endswith(", " + variant) and on != own:
             continue
         if on != e and len(on) > len(variant) and re.search(rf"(?<!\w){re.escape(variant)}(?!\w)", on):
-            rx = re.compile(r"(?<!\w)" + re.escape(on).replace(r"\ ", r"[\s-]+") + r"(?!\w)")
+            plural = r"(?:s|es)?" if re.search(r"[a-z]$", on) else ""  # "bacon sandwiches" holds "bacon"
+            rx = re.compile(r"(?<!\w)" + _spaced(on) + plural + r"(?!\w)")
             spans += [(m.start(), m.end()) for m in rx.finditer(norm_text)]
     return spans
 
