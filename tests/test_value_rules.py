@@ -393,3 +393,15 @@ def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
     for s, e, j in out.segments:
         if j and not out.fallback_used:
             assert any(ids(t.lower()) is not None and mask[j, ids(t.lower())] for t in out.tokens[s:e]), (j, out.tokens[s:e])
+
+
+def test_spelling_twins_read_an_unaccented_word_and_a_possessive_word_as_the_input_word():
+    """``spellings``: "gerard" and "nasa's" of the vocabulary spell the input's "gérard" and "nasa";
+    a word of no input entity ("it's") and an input word without such a twin map to nothing."""
+    from segviz.decode.rules import _entities, spelling_twins
+    from segviz.records import parse_webnlg_triples
+
+    recs = parse_webnlg_triples(["France | leaderName | Gérard_Larcher", "Apollo_8 | operator | NASA"])
+    vocab = Vocab(["gérard", "gerard", "larcher", "nasa", "nasa's", "it's", "apollo", "8", "france"])
+    spelt = spelling_twins(vocab, [], _entities(vocab, [], recs))
+    assert {vocab.itos[a]: vocab.itos[b] for a, b in spelt.items()} == {"gerard": "gérard", "nasa's": "nasa"}

@@ -208,6 +208,7 @@ class ValueRules:
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
+    spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -240,7 +241,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -248,11 +249,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
 }
 
 
@@ -273,7 +274,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     record's segment end (under r / rm / a plan) only after a word that states its value
     (:func:`_says_mask`); ``qualifiers`` (under r / rm) counts a value as said when the text says it
     as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
-    York", :func:`_qualified`). Chosen on the tuning half of dev
+    York", :func:`_qualified`); ``spellings`` (under r / rm / a plan) lets the mention rule and
+    *once* read a value word said without its accents or as a possessive word ("nasa's",
+    :func:`spelling_twins`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
@@ -482,6 +485,22 @@ def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
         plain = strip_accents(word(t))
         if plain != word(t) and (plain in vocab.stoi or plain in oov):
             out[t] = vocab.stoi[plain] if plain in vocab.stoi else len(vocab) + oov.index(plain)
+    return out
+
+
+def spelling_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
+    """``ValueRules.spellings``: id -> the id of the word of ``phrases`` (the input's values and
+    subjects, extended-id sequences) it spells another way: the word without its accents
+    ("gerard" for the "gérard" of ``Gérard_Larcher``) and the word with a possessive "'s" that the
+    vocabulary holds as one word ("nasa's"). The mention rule and *once* read the tokens through
+    it, so "nasa's Apollo 8" says ``NASA`` as the checker reads it (docs/design.md §6)."""
+    word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
+    ext = lambda w: vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w) if w in oov else None  # noqa: E731
+    out = {}
+    for t in {t for p in phrases for t in p}:
+        for other in {strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"} - {word(t)}:
+            if (i := ext(other)) is not None and i != t:
+                out.setdefault(i, t)
     return out
 
 

@@ -26,6 +26,7 @@ from segviz.decode.rules import (
     _absent_ids,
     _accent_twins,
     _continues,
+    _entities,
     _force,
     _function_mask,
     _inner_ids,
@@ -44,6 +45,7 @@ from segviz.decode.rules import (
     _values_mask,
     longer_than,
     repeated_ngram_ends,
+    spelling_twins,
 )
 from segviz.model import SegEncoding, SegmentModel
 from segviz.records import Record
@@ -75,6 +77,7 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     Ladywell_Fields), nor does "Gujarat" in "Anandiben Patel is the leader of Gujarat" state
     (Amdavad_ni_Gufa | location | Gujarat). Such a record also counts when its subject comes
     after its value."""
+    tokens = [x.spelt.get(t, t) for t in tokens] if x.spelt else tokens  # "nasa's" says "nasa" (spellings)
     now = {k for k in _mentioned_now(x.values, tokens) if k not in x.longer}
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
     if not x.said_subjects:
@@ -197,6 +200,7 @@ class _Input:
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
     twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
+    spelt: dict = field(default_factory=dict)  # id -> the value or subject word it spells another way (rules.spelling_twins), {} when off
 
 
 @dataclass
@@ -309,6 +313,7 @@ class SegmentDecoder:
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             twins=_accent_twins(vocab, oov, list(named.values())),
+            spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records)) if rules and rules.spellings else {},
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -404,11 +409,12 @@ class SegmentDecoder:
         that word is banned, unless it goes on with another entity of the input that the tokens
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
         rule would have say it, counts it as said (:meth:`_choose_record`)."""
+        tokens = [x.spelt.get(t, t) for t in h.tokens] if x.spelt else h.tokens  # spellings: "nasa's" is "nasa"
         for value, j, longer, others in x.once.values():
-            if tuple(h.tokens[len(h.tokens) - j :]) != value[:j] or not _alone(h.tokens, value, longer):
+            if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
                 continue
-            if not _continues(h.tokens, value[j], others):
-                row[value[j]] = -math.inf
+            if not _continues(tokens, value[j], others):
+                row[[value[j], *(t for t, w in x.spelt.items() if w == value[j])]] = -math.inf
 
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
