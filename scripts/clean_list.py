@@ -25,7 +25,7 @@ def exact(dataset: str, examples: list) -> list[int]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, choices=("e2e", "webnlg"))
-    p.add_argument("--val-half", default="all", help="all | tune | report: the validation set, as train --val-half")
+    p.add_argument("--val-half", default="all", choices=("all", "tune", "report"), help="the validation set, as train --val-half")
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--note", default="", help="what made the list (a commit, a session)")

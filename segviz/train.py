@@ -111,23 +111,25 @@ def clean_examples(dataset: str, examples: list, keep: list[int] | None = None) 
     a recipe step replays on the same references after the checker improves."""
     if keep is None:
         kept = [e for e in examples if faithfulness.check(dataset, e.records, " ".join(e.target)).errors == 0]
-    elif all(isinstance(i, int) and 0 <= i < len(examples) for i in keep):
+    elif all(type(i) is int and 0 <= i < len(examples) for i in keep) and len(set(keep)) == len(keep):
         kept = [examples[i] for i in keep]
     else:
-        raise DataError(f"--clean-list names references outside the {len(examples)} {dataset} examples read")
+        raise DataError(f"--clean-list must name distinct references among the {len(examples)} {dataset} examples read")
     log.info("--clean: kept %d of %d %s examples%s", len(kept), len(examples), dataset, " (--clean-list)" if keep is not None else "")
     return kept
 
 
-def read_clean_list(path: str, dataset: str) -> dict[str, list[int]]:
+def read_clean_list(path: str, dataset: str, val_half: str) -> dict[str, list[int]]:
     """``--clean-list``: {"train": [...], "dev": [...]} indices of the references to keep, as
-    ``scripts/clean_list.py`` writes them for ``dataset``."""
+    ``scripts/clean_list.py`` writes them for ``dataset`` and the validation half ``val_half``."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise DataError(f"--clean-list {path}: cannot read it as JSON ({e})") from None
     if not isinstance(data, dict) or data.get("dataset") != dataset or not all(isinstance(data.get(k), list) for k in ("train", "dev")):
         raise DataError(f"--clean-list {path}: not a {dataset} list of kept train and dev references")
+    if data.get("val_half", "all") != val_half:
+        raise DataError(f"--clean-list {path}: its dev references are of --val-half {data.get('val_half', 'all')}, not {val_half}")
     return {k: data[k] for k in ("train", "dev")}
 
 
@@ -142,8 +144,10 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     if tcfg.val_half != "all":  # choices on the tune half only (the report half stays unseen)
         dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
     dev = dev[: tcfg.max_val_examples or None]
+    if tcfg.clean_list and not tcfg.clean:
+        raise DataError("--clean-list names the references --clean keeps: give --clean too")
     if tcfg.clean:
-        keep = read_clean_list(tcfg.clean_list, tcfg.dataset) if tcfg.clean_list else {}
+        keep = read_clean_list(tcfg.clean_list, tcfg.dataset, tcfg.val_half) if tcfg.clean_list else {}
         train, dev = clean_examples(tcfg.dataset, train, keep.get("train")), clean_examples(tcfg.dataset, dev, keep.get("dev"))
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
     train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed, tcfg.abbreviations)  # after the vocabulary
@@ -227,7 +231,8 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean, "clean_list": tcfg.clean_list or stored["train"].get("clean_list", ""),
                           "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "word_dropout": tcfg.word_dropout, "val_half": half, **limits})
-    return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or half != was_half or tcfg.max_val_examples != was_val_n
+    new_list = tcfg.clean_list != stored["train"].get("clean_list", "")
+    return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or new_list or half != was_half or tcfg.max_val_examples != was_val_n
 
 
 def _resume_state(out: Path, model, optimizer, fresh: dict, new_val: bool, resume_lr: float | None) -> dict:

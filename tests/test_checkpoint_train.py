@@ -131,16 +131,22 @@ def test_clean_list_keeps_the_references_it_names_whatever_the_checker_says_now(
     exs = [Example("mr", recs, tokenize(t)) for t in ("Aromi is a pub in the riverside area.", "Aromi is a pub.")]
     assert [e.target for e in clean_examples("e2e", exs, [1])] == [tokenize("Aromi is a pub.")]  # not the checker's pick
     assert clean_examples("e2e", exs, []) == []
-    with pytest.raises(DataError, match="outside the 2 e2e examples"):
+    with pytest.raises(DataError, match="distinct references among the 2 e2e examples"):
         clean_examples("e2e", exs, [2])
+    with pytest.raises(DataError, match="distinct references"):
+        clean_examples("e2e", exs, [0, 0])
+    with pytest.raises(DataError, match="distinct references"):
+        clean_examples("e2e", exs, [True])
     f = tmp_path / "keep.json"
-    f.write_text(json.dumps({"dataset": "e2e", "train": [0], "dev": [1, 3]}))
-    assert read_clean_list(str(f), "e2e") == {"train": [0], "dev": [1, 3]}
+    f.write_text(json.dumps({"dataset": "e2e", "val_half": "tune", "train": [0], "dev": [1, 3]}))
+    assert read_clean_list(str(f), "e2e", "tune") == {"train": [0], "dev": [1, 3]}
     with pytest.raises(DataError, match="not a webnlg list"):
-        read_clean_list(str(f), "webnlg")
+        read_clean_list(str(f), "webnlg", "tune")
+    with pytest.raises(DataError, match="of --val-half tune, not all"):
+        read_clean_list(str(f), "e2e", "all")
     f.write_text("{not json")
     with pytest.raises(DataError, match="cannot read it as JSON"):
-        read_clean_list(str(f), "e2e")
+        read_clean_list(str(f), "e2e", "tune")
 
 
 def test_the_shipped_webnlg_clean_list_is_the_one_the_fine_tune_read():

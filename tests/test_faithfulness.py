@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from segviz.faithfulness import FaithReport, check, check_e2e, check_webnlg, totals
-from segviz.records import parse_e2e_mr, parse_webnlg_triples
+from segviz.records import parse_e2e_mr, parse_webnlg_triples, tokenize
 
 DATA = Path(os.environ.get("SEGVIZ_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 
@@ -276,6 +276,9 @@ def test_webnlg_a_spelling_written_as_a_tokenised_text_writes_it():
     recs = parse_webnlg_triples(['A.D._Isidro_Metapán | fullname | "Isidro Metapán"', "AEK_Athens_F.C. | ground | Athens"])
     text = "A. D. Isidro metapan's full name is Isidro Metapán. AEK Athens F. C. play in Athens."
     assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
+    tokenised = " ".join(tokenize("A.D. Isidro Metapán's full name is Isidro Metapán. AEK Athens F.C. play in Athens."))
+    assert "a . d . isidro" in tokenised.lower()  # as train --clean reads a reference
+    assert [v.status for v in check_webnlg(recs, tokenised).per_record] == ["realised", "realised"]
     text = "A. D. Isidro metapan and AEK Athens F. C. play football."
     assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "missing"]
     recs = parse_webnlg_triples(['A_Severed_Wasp | LibraryofCongressClassification | "PS3523.E55 S4 1982"'])

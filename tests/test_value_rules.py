@@ -405,3 +405,7 @@ def test_spelling_twins_read_an_unaccented_word_and_a_possessive_word_as_the_inp
     vocab = Vocab(["gérard", "gerard", "larcher", "nasa", "nasa's", "it's", "apollo", "8", "france"])
     spelt = spelling_twins(vocab, [], _entities(vocab, [], recs))
     assert {vocab.itos[a]: vocab.itos[b] for a, b in spelt.items()} == {"gerard": "gérard", "nasa's": "nasa"}
+    # a word of the input is read as itself: "california's" of the district stays the district's
+    recs = parse_webnlg_triples(["Antioch,_California | leaderTitle | California's_11th_State_Assembly_district"])
+    vocab = Vocab(["antioch", ",", "california", "california's", "11", "th", "state", "assembly", "district"])
+    assert spelling_twins(vocab, [], _entities(vocab, [], recs)) == {}

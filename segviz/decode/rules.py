@@ -493,13 +493,16 @@ def spelling_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
     subjects, extended-id sequences) it spells another way: the word without its accents
     ("gerard" for the "gérard" of ``Gérard_Larcher``) and the word with a possessive "'s" that the
     vocabulary holds as one word ("nasa's"). The mention rule and *once* read the tokens through
-    it, so "nasa's Apollo 8" says ``NASA`` as the checker reads it (docs/design.md §6)."""
+    it, so "nasa's Apollo 8" says ``NASA`` as the checker reads it (docs/design.md §6). A word of
+    the input itself ("california's" of ``California's_11th_State_Assembly_district``) is never
+    read as another."""
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
     ext = lambda w: vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w) if w in oov else None  # noqa: E731
+    own = {t for p in phrases for t in p}
     out = {}
-    for t in {t for p in phrases for t in p}:
-        for other in {strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"} - {word(t)}:
-            if (i := ext(other)) is not None and i != t:
+    for t in sorted(own):
+        for other in sorted({strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"} - {word(t)}):
+            if (i := ext(other)) is not None and i not in own:  # an input word is read as itself
                 out.setdefault(i, t)
     return out
 

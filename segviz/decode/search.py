@@ -70,6 +70,13 @@ def _owed_len(x, h) -> int:
     return value + (0 if h.subject_said else len(x.subjects.get(h.k, ())))
 
 
+def _spelt(x, tokens: list[int]) -> list[int]:
+    """``tokens`` read through ``x.spelt`` (``ValueRules.spellings``, :func:`spelling_twins`): a
+    value word said unaccented or as a possessive word is that word; as they are without it."""
+    spelt = getattr(x, "spelt", None)
+    return [spelt.get(t, t) for t in tokens] if spelt else tokens
+
+
 def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     """Records said verbatim by ``tokens`` (``_mentioned_now``), where a record with a named
     subject (names rule, WebNLG) counts only once its subject is in the text too: the object
@@ -77,7 +84,7 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     Ladywell_Fields), nor does "Gujarat" in "Anandiben Patel is the leader of Gujarat" state
     (Amdavad_ni_Gufa | location | Gujarat). Such a record also counts when its subject comes
     after its value."""
-    tokens = [x.spelt.get(t, t) for t in tokens] if x.spelt else tokens  # "nasa's" says "nasa" (spellings)
+    tokens = _spelt(x, tokens)  # "nasa's" says "nasa" (spellings)
     now = {k for k in _mentioned_now(x.values, tokens) if k not in x.longer}
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
     if not x.said_subjects:
@@ -409,7 +416,7 @@ class SegmentDecoder:
         that word is banned, unless it goes on with another entity of the input that the tokens
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
         rule would have say it, counts it as said (:meth:`_choose_record`)."""
-        tokens = [x.spelt.get(t, t) for t in h.tokens] if x.spelt else h.tokens  # spellings: "nasa's" is "nasa"
+        tokens = _spelt(x, h.tokens)  # spellings: "nasa's" is "nasa"
         for value, j, longer, others in x.once.values():
             if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
                 continue
@@ -508,7 +515,7 @@ class SegmentDecoder:
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
         filler = x.fillers and j > 0 and j in again
         once = x.once.get(j)  # the once rule: a value already said is not owed again by its segment
-        said = bool(once) and _alone(h.tokens, once[0], once[2])
+        said = bool(once) and _alone(_spelt(x, h.tokens), once[0], once[2])
         return replace(
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
@@ -524,7 +531,8 @@ class SegmentDecoder:
         segments = [list(s) for s in h.segments]
         segments[-1][1] = len(h.tokens) + 1
         tokens = h.tokens + [v]
-        said = any(tokens[-len(q) :] == list(q) and len(q) <= h.seg_len + 1 for q in x.must.get(h.k, ()))
+        read = _spelt(x, tokens)  # spellings: the name owed may be said as its twin ("gerard larcher")
+        said = any(read[-len(q) :] == list(q) and len(q) <= h.seg_len + 1 for q in x.must.get(h.k, ()))
         return replace(
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],

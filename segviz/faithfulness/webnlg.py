@@ -64,12 +64,13 @@ def _plain_variants(entity: str) -> list[str]:
 
 
 def _spaced(spelling: str) -> str:
-    """Regex of a normalised spelling that also reads it with its words joined by a dash and with
-    a space after a full stop or between letters and digits, as a tokenised text writes it
-    ("a. d. isidro metapan" for "a.d. isidro metapan", "ps 3523. e 55" for "ps3523.e55")."""
+    """Regex of a normalised spelling that also reads it with its words joined by a dash, with a
+    space around a full stop and between letters and digits, as a detokenised output ("a. d.
+    isidro metapan", "ps 3523. e 55") or a tokenised reference ("a . d . isidro metapan") writes
+    "a.d. isidro metapan" and "ps3523.e55"."""
     out = ""
     for a, b in zip(spelling, spelling[1:] + " ", strict=True):
-        out += r"[\s-]+" if a == " " else re.escape(a)
+        out += r"[\s-]+" if a == " " else r"\s*\." if a == "." else re.escape(a)
         if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()):
             out += r"\s*"
     return out
