@@ -83,6 +83,7 @@ class TrainConfig:
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
+STORED_ON_RESUME = ("batch_size", "lr_decay", "patience", "min_lr", "clip", "min_freq", "seed", "val_every", "val_subset")  # TrainConfig fields --resume / --init take from the stored run
 
 
 def add_config_args(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
@@ -464,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.init and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
             init_from(args.init, args.out)
         resume = args.resume or args.init is not None
+        ignored = [f"--{f.replace('_', '-')}" for f in STORED_ON_RESUME if getattr(args, f, None) is not None]
+        if resume and ignored:
+            log.warning("on --resume / --init the stored run's %s stay(s); ignoring %s", ", ".join(ignored), " ".join(ignored))
         stored = args.out / "config.json"  # on --resume the stored run decides the model kind
         con = Console(ckpt._read_json(stored, "config")["model"]["kind"] if resume and stored.exists() else tcfg.model)
         fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,

@@ -244,6 +244,30 @@ def test_resume_takes_a_val_half_given_and_resets_the_best_loss(tmp_path):
     assert _resume_state(tmp_path / "r", model, opt, {}, True, None)["best"] == math.inf
     fit(TrainConfig(dataset="e2e", model="pg", epochs=2, threads=1, val_half="tune"), {}, tmp_path / "r", resume=True)
     assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["val_half"] == "tune"
+    # a --clean-list given on --resume / --init is kept and resets the best loss (another validation set)
+    listed, _, _, changed = _stored_config(TrainConfig(dataset="e2e", epochs=2, clean=True, clean_list="k.json"), {}, tmp_path / "r")
+    assert (listed.clean, listed.clean_list, changed) == (True, "k.json", True)
+
+
+def test_prepare_trains_on_the_references_a_clean_list_names(tmp_path, caplog):
+    """``--clean --clean-list``: prepare keeps exactly the listed training and validation
+    references; ``--seed`` given with ``--resume`` is named as ignored (the stored run's stays)."""
+    from segviz.train import main, prepare
+
+    f = tmp_path / "keep.json"
+    f.write_text(json.dumps({"dataset": "e2e", "val_half": "all", "train": [0, 2, 5], "dev": [1]}))
+    tcfg = TrainConfig(dataset="e2e", model="pg", max_examples=16, max_val_examples=8, clean=True, clean_list=str(f))
+    _, _, enc_train, enc_dev = prepare(tcfg, {"hidden": 16, "emb_dim": 8}, None)
+    everything = prepare(TrainConfig(dataset="e2e", model="pg", max_examples=16, max_val_examples=8), {"hidden": 16, "emb_dim": 8}, None)
+    assert len(enc_train) == 3 and len(enc_dev) == 1
+    shape = lambda e: (e.src_rec, len(e.tgt))  # noqa: E731 - the vocabularies differ (built from what is kept)
+    assert [shape(e) for e in enc_train] == [shape(everything[2][i]) for i in (0, 2, 5)]
+    with pytest.raises(DataError, match="give --clean too"):
+        prepare(TrainConfig(dataset="e2e", model="pg", max_examples=16, clean_list=str(f)), {}, None)
+    small = ["--dataset", "e2e", "--model", "pg", "--hidden", "16", "--emb-dim", "8", "--max-examples", "16", "--max-val-examples", "8", "--threads", "1"]
+    assert main([*small, "--out", str(tmp_path / "r"), "--epochs", "1"]) == 0
+    assert main([*small, "--out", str(tmp_path / "r"), "--resume", "--epochs", "1", "--seed", "7"]) == 0
+    assert "ignoring --seed" in caplog.text
 
 
 def test_time_limit_stops_before_an_epoch_that_would_overrun(monkeypatch):
