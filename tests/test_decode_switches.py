@@ -382,23 +382,30 @@ def test_once_stops_plus_rm_saying_an_object_twice():
     assert ck.rules().once  # the checkpoint's default rules, chosen on the tune half
 
 
-def test_qualifiers_keeps_plus_rm_from_saying_a_qualifying_place_again():
-    """The shipped webnlg-seg under +RM (tune half, K = 4): the text says "Ithaca, New York" in the
-    city's segment; without ``qualifiers`` +RM still owes ``state | New_York`` and opens a segment
-    for it ("… and it is the location of Cornell University"); with it, no segment is spent on it."""
+def _shipped_webnlg_rm(triples: list[tuple[str, str, str]]):
+    """The shipped webnlg-seg, the records of ``triples`` (subject, attribute, value), and a
+    function decoding them under +RM (beam 5) with the value rules it is given; skips without
+    the checkpoint."""
     from segviz.records import Record
 
     path = ROOT / "checkpoints" / "webnlg-seg"
     if not path.exists():
         pytest.skip("shipped checkpoint missing")
     ck = checkpoint.load(path)
-    recs = [
-        Record("publisher", "Cornell_University", "Administrative_Science_Quarterly"),
-        Record("affiliation", "Association_of_American_Universities", "Cornell_University"),
-        Record("state", "New_York", "Cornell_University"),
-        Record("city", "Ithaca,_New_York", "Cornell_University"),
-    ]
-    gen = lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))  # noqa: E731
+    recs = [Record(a, v, s) for s, a, v in triples]
+    return ck, recs, lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))
+
+
+def test_qualifiers_keeps_plus_rm_from_saying_a_qualifying_place_again():
+    """The shipped webnlg-seg under +RM (tune half, K = 4): the text says "Ithaca, New York" in the
+    city's segment; without ``qualifiers`` +RM still owes ``state | New_York`` and opens a segment
+    for it ("… and it is the location of Cornell University"); with it, no segment is spent on it."""
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("Administrative_Science_Quarterly", "publisher", "Cornell_University"),
+        ("Cornell_University", "affiliation", "Association_of_American_Universities"),
+        ("Cornell_University", "state", "New_York"),
+        ("Cornell_University", "city", "Ithaca,_New_York"),
+    ])  # fmt: skip
     plain, qualified = gen("auto+once"), gen("auto+once+qualifiers")
     assert "ithaca, new york" in plain.text.lower() and 3 in {j for _, _, j in plain.segments}
     assert "ithaca, new york" in qualified.text.lower() and 3 not in {j for _, _, j in qualified.segments}
@@ -412,20 +419,13 @@ def test_spellings_reads_a_possessive_word_as_saying_its_value():
     Apollo 8", one token "nasa's" of the vocabulary; without ``spellings`` the mention rule does not
     see ``NASA`` said, so +RM opens a segment for ``operator | NASA`` and says it again ("… and was
     operated by NASA"); with it, the operator is said once."""
-    from segviz.records import Record
-
-    path = ROOT / "checkpoints" / "webnlg-seg"
-    if not path.exists():
-        pytest.skip("shipped checkpoint missing")
-    ck = checkpoint.load(path)
-    recs = [
-        Record("dateOfRetirement", '"1969-09-01"', "William_Anders"),
-        Record("commander", "Frank_Borman", "Apollo_8"),
-        Record("was a crew member of", "Apollo_8", "William_Anders"),
-        Record("backup pilot", "Buzz_Aldrin", "Apollo_8"),
-        Record("operator", "NASA", "Apollo_8"),
-    ]
-    gen = lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))  # noqa: E731
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("William_Anders", "dateOfRetirement", '"1969-09-01"'),
+        ("Apollo_8", "commander", "Frank_Borman"),
+        ("William_Anders", "was a crew member of", "Apollo_8"),
+        ("Apollo_8", "backup pilot", "Buzz_Aldrin"),
+        ("Apollo_8", "operator", "NASA"),
+    ])  # fmt: skip
     plain, spelt = gen("auto+once+qualifiers"), gen("auto+once+qualifiers+spellings")
     assert "nasa's apollo 8" in plain.text.lower() and plain.text.lower().count("nasa") == 2
     assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
