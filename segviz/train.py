@@ -467,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         resume = args.resume or args.init is not None
         ignored = [f"--{f.replace('_', '-')}" for f in STORED_ON_RESUME if getattr(args, f, None) is not None]
         if resume and ignored:
-            log.warning("on --resume / --init the stored run's %s stay(s); ignoring %s", ", ".join(ignored), " ".join(ignored))
+            log.warning("on --resume / --init the stored run's training settings stay; ignoring %s", " ".join(ignored))
         stored = args.out / "config.json"  # on --resume the stored run decides the model kind
         con = Console(ckpt._read_json(stored, "config")["model"]["kind"] if resume and stored.exists() else tcfg.model)
         fit(tcfg, mover, args.out, args.data_dir, resume=resume, resume_lr=args.lr if resume else None,

@@ -51,18 +51,24 @@ def specific_value(record: Record) -> bool:
     return len(toks) >= 2 or any(ch.isupper() or ch.isdigit() for ch in record.value)
 
 
+def _ext_id(vocab: Vocab, oov: list[str], word: str) -> int | None:
+    """The extended id of ``word``: its vocabulary id, else ``V + j`` for source OOV word ``j``;
+    None when neither spells it."""
+    return vocab.stoi[word] if word in vocab.stoi else len(vocab) + oov.index(word) if word in oov else None
+
+
+def _spell(vocab: Vocab, oov: list[str], words) -> tuple[int, ...] | None:
+    """Extended ids of ``words``, or None when a word is neither in the vocabulary nor the source."""
+    ids = tuple(_ext_id(vocab, oov, w) for w in words)
+    return ids if ids and None not in ids else None
+
+
 def _value_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[int, list[int]]:
     """Record id (1..K) -> extended ids of its value, for :func:`specific_value` records."""
     out = {}
     for k, r in enumerate(records, 1):
-        if specific_value(r):
-            toks = [t.lower() for t in r.value_tokens]
-            ids = [
-                vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) if t in oov else None
-                for t in toks
-            ]
-            if None not in ids:
-                out[k] = ids
+        if specific_value(r) and (ids := _spell(vocab, oov, [t.lower() for t in r.value_tokens])):
+            out[k] = list(ids)
     return out
 
 
@@ -78,9 +84,8 @@ def _entities(vocab: Vocab, oov: list[str], records: list[Record]) -> list[tuple
     out = set()
     for r in records:
         for text in (r.value, r.subject or ""):
-            ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in _slot(text)]
-            if ids and None not in ids:
-                out.add(tuple(ids))
+            if ids := _spell(vocab, oov, _slot(text)):
+                out.add(ids)
     return sorted(out)
 
 
@@ -118,9 +123,8 @@ def _subject_ids(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[in
     spell it (as :func:`_entities` reads it)."""
     out = {}
     for k, r in enumerate(records, 1):
-        ids = [vocab.stoi.get(t, len(vocab) + oov.index(t) if t in oov else None) for t in _slot(r.subject or "")]
-        if ids and None not in ids:
-            out[k] = tuple(ids)
+        if ids := _spell(vocab, oov, _slot(r.subject or "")):
+            out[k] = ids
     return out
 
 
@@ -497,12 +501,11 @@ def spelling_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
     the input itself ("california's" of ``California's_11th_State_Assembly_district``) is never
     read as another."""
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
-    ext = lambda w: vocab.stoi[w] if w in vocab.stoi else len(vocab) + oov.index(w) if w in oov else None  # noqa: E731
     own = {t for p in phrases for t in p}
     out = {}
     for t in sorted(own):
         for other in sorted({strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"} - {word(t)}):
-            if (i := ext(other)) is not None and i not in own:  # an input word is read as itself
+            if (i := _ext_id(vocab, oov, other)) is not None and i not in own:  # an input word is read as itself
                 out.setdefault(i, t)
     return out
 

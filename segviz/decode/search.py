@@ -73,8 +73,7 @@ def _owed_len(x, h) -> int:
 def _spelt(x, tokens: list[int]) -> list[int]:
     """``tokens`` read through ``x.spelt`` (``ValueRules.spellings``, :func:`spelling_twins`): a
     value word said unaccented or as a possessive word is that word; as they are without it."""
-    spelt = getattr(x, "spelt", None)
-    return [spelt.get(t, t) for t in tokens] if spelt else tokens
+    return [x.spelt.get(t, t) for t in tokens] if x.spelt else tokens
 
 
 def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
@@ -83,8 +82,7 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     alone ("... home to Ladywell Fields") does not state the triple (Halberd_Court | location |
     Ladywell_Fields), nor does "Gujarat" in "Anandiben Patel is the leader of Gujarat" state
     (Amdavad_ni_Gufa | location | Gujarat). Such a record also counts when its subject comes
-    after its value."""
-    tokens = _spelt(x, tokens)  # "nasa's" says "nasa" (spellings)
+    after its value. ``tokens`` as :func:`_spelt` reads them ("nasa's" says "nasa": spellings)."""
     now = {k for k in _mentioned_now(x.values, tokens) if k not in x.longer}
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
     if not x.said_subjects:
@@ -537,7 +535,7 @@ class SegmentDecoder:
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
             content=h.content or _says(x, h.k, v),
-            mentioned=h.mentioned | _mentioned_with_subjects(x, tokens) | _said_now(x.said, v),
+            mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
         )  # fmt: skip
