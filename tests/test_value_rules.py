@@ -409,3 +409,38 @@ def test_spelling_twins_read_an_unaccented_word_and_a_possessive_word_as_the_inp
     recs = parse_webnlg_triples(["Antioch,_California | leaderTitle | California's_11th_State_Assembly_district"])
     vocab = Vocab(["antioch", ",", "california", "california's", "11", "th", "state", "assembly", "district"])
     assert spelling_twins(vocab, [], _entities(vocab, [], recs)) == {}
+
+
+def test_value_forms_read_a_value_without_its_bracket_or_generic_last_word():
+    """``forms``: ``French_language`` may be said as "french" and ``National_Assembly_(Azerbaijan)``
+    as "national assembly"; *once* bans the form's first word after it (no other entity begins
+    with it), and the form's entry reads the entities that hold it ("Old French Market" is not a
+    mention). A form that another entity begins with ("French Guiana") or that two entities of
+    the input yield ("japanese" of ``Japanese_people`` and ``Japanese_language``) gets no entry;
+    without ``once`` the switch does nothing."""
+    from segviz.decode.rules import _function_mask, _value_forms, value_rules
+    from segviz.records import parse_webnlg_triples
+
+    words = ["france", "french", "language", "guiana", "old", "market", "azerbaijan", "national", "assembly", "(",
+             ")", "japan", "japanese", "people"]  # fmt: skip
+    vocab = Vocab(words)
+    ids = lambda *ws: tuple(vocab.stoi[w] for w in ws)  # noqa: E731
+    func = _function_mask(vocab, [])
+    recs = parse_webnlg_triples(["France | language | French_language", "France | landmark | Old_French_Market",
+                                 "Azerbaijan | legislature | National_Assembly_(Azerbaijan)"])  # fmt: skip
+    forms = _value_forms(vocab, [], recs, value_rules("auto+once+forms"), func)
+    assert sorted(forms) == [1, 3]
+    (french,) = forms[1]
+    assert french[0] == ids("french") and french[1] == 0 and french[2] == [ids("old", "french", "market")]
+    assert [e[0] for e in forms[3]] == [ids("national", "assembly")]
+    assert _value_forms(vocab, [], recs, value_rules("auto+forms"), func) == {}  # forms reads with once
+    assert _value_forms(vocab, [], recs, value_rules("auto+once"), func) == {}
+    guiana = parse_webnlg_triples(["France | language | French_language", "France | isPartOf | French_Guiana"])
+    assert _value_forms(vocab, [], guiana, value_rules("auto+once+forms"), func) == {}
+    both = parse_webnlg_triples(["Japan | ethnicGroup | Japanese_people", "Japan | language | Japanese_language"])
+    assert _value_forms(vocab, [], both, value_rules("auto+once+forms"), func) == {}
+    # a form is spelt by the value's own words: "paraná", which the checker normalises to "parana"
+    vocab = Vocab(["curitiba", "paraná", "parana", "state", "(", ")"])
+    accented = parse_webnlg_triples(["Curitiba | isPartOf | Paraná_(state)"])
+    forms = _value_forms(vocab, [], accented, value_rules("auto+once+forms"), _function_mask(vocab, []))
+    assert [e[0] for e in forms[1]] == [(vocab.stoi["paraná"],)]

@@ -161,13 +161,60 @@ def _said_once(
     out = {}
     for k, ids in values.items():
         value = tuple(ids)
-        content = [i for i, v in enumerate(value) if not func[v]]
-        others = [e for e in entities if e != value]
-        # the first word at which the value parts from every other entity's beginning ("lankan" of
-        # "Sri Lankan rupee" beside "Sri Lanka"), and not before its first content word
-        apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
-        if content and apart is not None and slots.get(_slot(records[k - 1].value), 0) == 1:
-            out[k] = (value, max(apart, content[0]), longer.get(k, []), others)
+        entry = _once_entry(value, func, [e for e in entities if e != value], longer.get(k, []))
+        if entry and slots.get(_slot(records[k - 1].value), 0) == 1:
+            out[k] = entry
+    return out
+
+
+def _once_entry(value: tuple, func: torch.Tensor, others: list[tuple], longer: list[tuple]) -> tuple | None:
+    """The *once* rule's entry of ``value`` (extended ids): (value, the position of the word to
+    ban, ``longer``, ``others``), the position being the first content word at which the value
+    parts from every other entity's beginning ("lankan" of "Sri Lankan rupee" beside "Sri
+    Lanka"); None when it has no content word or never parts."""
+    content = [i for i, v in enumerate(value) if not func[v]]
+    apart = next((j for j in range(len(value)) if not any(e[: j + 1] == value[: j + 1] for e in others)), None)
+    if not content or apart is None:
+        return None
+    return value, max(apart, content[0]), longer, others
+
+
+def _value_forms(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
+) -> dict[int, list[tuple]]:
+    """``rules.forms`` (with ``rules.once``): record id -> *once* entries (:func:`_once_entry`) of
+    its value's short forms, the value said without its bracket or a generic last word ("national
+    assembly" of ``National_Assembly_(Azerbaijan)``, "french" of ``French_language``;
+    :func:`segviz.faithfulness.webnlg.short_forms`, as the checker reads them). A form counts only
+    where one slot of the input holds the value and no other entity of the input is or yields
+    that form ("japanese" beside ``Japanese_people`` and ``Japanese_language`` says neither); a
+    mention inside another entity that holds it ("Old French Market") does not count, unless (with
+    ``rules.qualifiers``) it is the place after that entity's comma. A form is spelt by the
+    value's own words ("paraná" of ``Paraná_(state)``, as the spellings rule reads it). *once* bans the
+    form again once said, the mention rule reads it as saying the record (docs/design.md §6)."""
+    if not rules or not (rules.forms and rules.once):
+        return {}
+    from segviz.faithfulness.webnlg import short_form_prefixes
+
+    slots = [t for r in records for t in (r.subject, r.value) if t]
+    spelt = {t: _spell(vocab, oov, _slot(t)) for t in set(slots)}
+    forms = {t: [e[:n] for n in short_form_prefixes(t, list(_slot(t)))] if (e := spelt[t]) else [] for t in set(slots)}
+    yields: dict[tuple, set[str]] = {}  # a form or an entity's ids -> the slot texts that are or yield it
+    for t in set(slots):
+        for f in [*forms[t], *([spelt[t]] if spelt[t] else [])]:
+            yields.setdefault(f, set()).add(t)
+    out = {}
+    for k, r in enumerate(records, 1):
+        if not specific_value(r) or [_slot(t) for t in slots].count(_slot(r.value)) != 1:
+            continue
+        others = [e for t, e in spelt.items() if e and t != r.value]
+        for f in forms[r.value]:
+            longer = _longer({k: list(f)}, others)
+            if rules.qualifiers:  # "Auburn, Washington" says Washington_(state)
+                longer = _qualified(longer, {k: list(f)}, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
+            entry = _once_entry(f, func, [e for e in others if e != f], longer.get(k, [])) if yields[f] == {r.value} else None
+            if entry:
+                out.setdefault(k, []).append(entry)
     return out
 
 
@@ -213,6 +260,7 @@ class ValueRules:
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
+    forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -245,7 +293,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings", "forms")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -253,11 +301,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
 }
 
 
@@ -280,7 +328,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
     York", :func:`_qualified`); ``spellings`` (under r / rm / a plan) lets the mention rule and
     *once* read a value word said without its accents or as a possessive word ("nasa's",
-    :func:`spelling_twins`). Chosen on the tuning half of dev
+    :func:`spelling_twins`); ``forms`` (with *once*) lets *once*, the mention rule and the owed-name
+    check read a value said in a short form, without its bracket or a generic last word ("french"
+    of ``French_language``, :func:`_value_forms`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

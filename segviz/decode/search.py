@@ -41,6 +41,7 @@ from segviz.decode.rules import (
     _said_once,
     _says_mask,
     _subject_phrases,
+    _value_forms,
     _value_ids,
     _values_mask,
     longer_than,
@@ -85,10 +86,21 @@ def _mentioned_with_subjects(x, tokens: list[int]) -> frozenset:
     after its value. ``tokens`` as :func:`_spelt` reads them ("nasa's" says "nasa": spellings)."""
     now = {k for k in _mentioned_now(x.values, tokens) if k not in x.longer}
     now |= {k for k, longer in x.longer.items() if _alone(tokens, tuple(x.values[k]), longer)}
+    if x.values:  # forms: a value said in a short form ("french" of French_language)
+        now |= {k for k, es in x.forms.items() if any(_alone(tokens, f, longer) for f, _, longer, _ in es)}
     if not x.said_subjects:
         return now
     late = {k for k, ids in x.values.items() if k in x.said_subjects and _alone(tokens, tuple(ids), x.longer.get(k, []))}
     return frozenset(k for k in now | late if _has(tokens, x.said_subjects.get(k), x.twins))
+
+
+def _said_before(x, tokens: list[int], k: int) -> bool:
+    """Whether ``tokens`` (as :func:`_spelt` reads them) have said record ``k``'s value, held by
+    one slot of the input (*once*): whole or, with ``forms``, in a short form, outside the longer
+    entities that hold it."""
+    read = _spelt(x, tokens)
+    entries = ([x.once[k]] if k in x.once else []) + x.forms.get(k, [])
+    return any(_alone(read, value, longer) for value, _, longer, _ in entries)
 
 
 def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
@@ -204,6 +216,7 @@ class _Input:
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
+    forms: dict = field(default_factory=dict)  # k -> once entries of its value's short forms ("french"): rules._value_forms, {} when off
     twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
     spelt: dict = field(default_factory=dict)  # id -> the value or subject word it spells another way (rules.spelling_twins), {} when off
 
@@ -317,6 +330,7 @@ class SegmentDecoder:
             fillers=bool(rules and rules.fillers), func_all=func,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
+            forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             twins=_accent_twins(vocab, oov, list(named.values())),
             spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records)) if rules and rules.spellings else {},
         )  # fmt: skip
@@ -415,7 +429,7 @@ class SegmentDecoder:
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
         rule would have say it, counts it as said (:meth:`_choose_record`)."""
         tokens = _spelt(x, h.tokens)  # spellings: "nasa's" is "nasa"
-        for value, j, longer, others in x.once.values():
+        for value, j, longer, others in [*x.once.values(), *(e for es in x.forms.values() for e in es)]:  # forms: "french"
             if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
                 continue
             if not _continues(tokens, value[j], others):
@@ -512,8 +526,7 @@ class SegmentDecoder:
         when ``j`` is a record the constraints or the plan have already had said."""
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
         filler = x.fillers and j > 0 and j in again
-        once = x.once.get(j)  # the once rule: a value already said is not owed again by its segment
-        said = bool(once) and _alone(_spelt(x, h.tokens), once[0], once[2])
+        said = _said_before(x, h.tokens, j)  # the once rule: a value already said is not owed again by its segment
         return replace(
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,

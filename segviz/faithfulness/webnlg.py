@@ -42,15 +42,33 @@ def _no_paren(norm: str) -> str:
     return re.sub(r"\s*\([^)]*\)", "", norm).strip()
 
 
+def short_forms(entity: str) -> list[str]:
+    """A WebNLG entity said without its qualifier, normalised: without its bracket ("national
+    assembly" of ``National_Assembly_(Azerbaijan)``) and without a generic last word ("french" of
+    ``French_language``, "japanese" of ``Japanese_people``). The checker reads each as stating
+    the entity; the decoder's *forms* rule reads them too (``decode.rules._value_forms``)."""
+    no_paren = _no_paren(_entity_norm(entity))
+    forms = [no_paren, *(no_paren[: -len(suf)].strip() for suf in _SUFFIXES if no_paren.endswith(suf))]
+    return [f for f in dict.fromkeys(forms) if f and f != _entity_norm(entity)]
+
+
+def short_form_prefixes(entity: str, tokens: list[str]) -> list[int]:
+    """For each short form of ``entity`` (:func:`short_forms`), the length of the shortest prefix
+    of its ``tokens`` (the decoder's words of it) whose normalised text is that form: "paraná" of
+    ``Paraná_(state)``, whose form reads "parana"; forms no prefix says are left out."""
+    norms = [_entity_norm(" ".join(tokens[:n])) for n in range(len(tokens) + 1)]
+    return [norms.index(f) for f in short_forms(entity) if f in norms]
+
+
 def _plain_variants(entity: str) -> list[str]:
-    """Spellings of a WebNLG entity that state it (most specific first): without its bracket, a
-    suffix ("Japanese people" -> "japanese") or what comes before its first comma ("Abilene" of
-    "Abilene, Texas"), an alias, a number written otherwise, and a one-word people by its
-    adjective ("Americans" -> "american"; "African Americans" is not read so)."""
+    """Spellings of a WebNLG entity that state it (most specific first): its short forms (without
+    its bracket or a suffix, "Japanese people" -> "japanese", :func:`short_forms`) or what comes
+    before its first comma ("Abilene" of "Abilene, Texas"), an alias, a number written otherwise,
+    and a one-word people by its adjective ("Americans" -> "american"; "African Americans" is not
+    read so)."""
     e = _entity_norm(entity)
     no_paren = _no_paren(e)
-    plain = [e, no_paren]
-    plain += [no_paren[: -len(suf)].strip() for suf in _SUFFIXES if no_paren.endswith(suf)]
+    plain = [e, *short_forms(entity)]
     if "," in no_paren:
         plain.append(no_paren.split(",")[0].strip())
     plain += _ALIASES.get(no_paren, [])
