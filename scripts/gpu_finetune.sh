@@ -5,6 +5,7 @@
 #
 #   bash scripts/gpu_finetune.sh OUT DATA_DIR PRE                       # ROUND=e2e-abbr (session 9)
 #   ROUND=webnlg-clean [MIN=5.5] bash scripts/gpu_finetune.sh OUT DATA_DIR   # session 10 (MIN: --time-limit, default 6)
+#   ROUND=webnlg-wd [MIN=5] bash scripts/gpu_finetune.sh OUT DATA_DIR      # session 13
 #
 # e2e-abbr: the E2E fine-tunes with invented names that have an abbreviation's full stop inside
 # them (train --abbreviations). PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped
@@ -13,6 +14,9 @@
 # with --abbreviations; `*-abbr-more` continues the shipped checkpoints two more epochs the same way.
 # webnlg-clean: the WebNLG checkpoints fine-tuned on the training references the checker finds
 # exact (train --clean, as the E2E ones were), and `webnlg-seg-more` the same epochs without it.
+# webnlg-wd: the shipped WebNLG checkpoints four more epochs on the same references (the clean list
+# they were fine-tuned on), with word dropout on the decoder input (train --word-dropout) and
+# without it (`*-more`, the control for the extra epochs).
 # Checkpoint choice: validation loss on the tune half of dev (--val-half tune).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +42,18 @@ elif [ "$ROUND" = webnlg-clean ]; then
     [webnlg-seg-more]="--model seg --init checkpoints/webnlg-seg --lr 0.0002 --epochs 32"
     [webnlg-pg-clean]="--model pg --init checkpoints/webnlg-pg --clean --lr 0.0002 --epochs 42"
   )
+elif [ "$ROUND" = webnlg-wd ]; then
+  COMMON=(--dataset webnlg --device "$DEVICE" --data-dir "$DATA" --val-half tune --substitute 0.5 --threads 3
+          --clean --clean-list scripts/webnlg-clean-s11.json --lr 0.0002 --time-limit "${MIN:-5}")  # fmt: skip
+  declare -A JOBS=(
+    [webnlg-seg-more]="--model seg --init checkpoints/webnlg-seg --epochs 36"
+    [webnlg-seg-wd15]="--model seg --init checkpoints/webnlg-seg --epochs 36 --word-dropout 0.15"
+    [webnlg-seg-wd30]="--model seg --init checkpoints/webnlg-seg --epochs 36 --word-dropout 0.3"
+    [webnlg-pg-more]="--model pg --init checkpoints/webnlg-pg --epochs 46"
+    [webnlg-pg-wd15]="--model pg --init checkpoints/webnlg-pg --epochs 46 --word-dropout 0.15"
+  )
 else
-  echo "ROUND must be e2e-abbr or webnlg-clean, not $ROUND" >&2; exit 2
+  echo "ROUND must be e2e-abbr, webnlg-clean or webnlg-wd, not $ROUND" >&2; exit 2
 fi
 PIDS=()
 for name in "${!JOBS[@]}"; do

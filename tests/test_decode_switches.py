@@ -273,13 +273,31 @@ def test_a_record_with_an_unseen_subject_is_mentioned_only_with_its_subject():
 
     from segviz.decode.search import _mentioned_with_subjects
 
-    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, said_subjects={1: (7, 8)}, longer={}, twins={}, spelt={})
+    x = SimpleNamespace(values={1: [5, 6], 2: [9]}, said_subjects={1: (7, 8)}, longer={}, twins={}, spelt={}, forms={})
     assert _mentioned_with_subjects(x, [3, 5, 6]) == frozenset()  # object alone
     assert _mentioned_with_subjects(x, [7, 8, 4, 5, 6]) == {1}  # subject, then object
     assert _mentioned_with_subjects(x, [5, 6, 4, 7, 8]) == {1}  # object, then subject
     assert _mentioned_with_subjects(x, [7, 8, 9]) == {2}  # no subject owed: as before
-    plain = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={}, twins={}, spelt={})  # names rule off: the paper's mentions
+    plain = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={}, twins={}, spelt={}, forms={})  # names rule off: the paper's mentions
     assert _mentioned_with_subjects(plain, [5, 6]) == {1}
+
+
+def test_a_short_form_mentions_its_record_and_counts_as_said_before_its_segment():
+    """*forms*: record 1's value (ids 5 6, "french language") has the short form (5,) ("french"),
+    which another entity of the input, "old french" (3 5), holds. The form said alone mentions the record
+    under +R / +RM (mentions on) and counts as said for its segment (``_said_before``); said
+    inside the holder, it does neither; with mentions off (no values) it mentions nothing."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _mentioned_with_subjects, _said_before
+
+    entry = ((5,), 0, [(3, 5)], [(3, 5)])  # (form, position banned, longer entities, other entities)
+    x = SimpleNamespace(values={1: [5, 6]}, said_subjects={}, longer={}, twins={}, spelt={}, forms={1: [entry]}, once={})
+    assert _mentioned_with_subjects(x, [2, 5, 4]) == {1} and _said_before(x, [2, 5, 4], 1)
+    assert _mentioned_with_subjects(x, [3, 5, 4]) == frozenset() and not _said_before(x, [3, 5, 4], 1)
+    assert not _said_before(x, [2, 5, 4], 2)  # another record: nothing said
+    off = SimpleNamespace(**{**vars(x), "values": {}})
+    assert _mentioned_with_subjects(off, [2, 5, 4]) == frozenset()
 
 
 def test_a_subject_said_without_its_accents_is_said():
@@ -431,3 +449,21 @@ def test_spellings_reads_a_possessive_word_as_saying_its_value():
     assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
     assert spelt.text.lower().count("nasa") == 1 and faithfulness.check("webnlg", recs, spelt.text).errors == 0
     assert ck.rules().spellings  # the checkpoint's default rules, chosen on the tune half
+
+
+def test_forms_keeps_a_value_said_in_its_short_form_from_being_said_again():
+    """The shipped webnlg-seg under +RM (tune half, K = 4): without ``forms`` the club's segment says
+    "… Greece where greek is spoken" and +RM, not seeing ``Greek_language`` said ("greek" is no
+    verbatim "greek language"), has its segment say it again ("… and the language spoken is
+    greek"), which the checker counts as repeated; with it, "greek" is said once and every triple
+    is stated."""
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("A.E_Dimitra_Efxeinoupolis", "location", "Greece"),
+        ("Greece", "leader", "Alexis_Tsipras"),
+        ("Greece", "leader", "Nikos_Voutsis"),
+        ("Greece", "language", "Greek_language"),
+    ])  # fmt: skip
+    plain, forms = gen("auto+once+qualifiers+spellings"), gen("auto+once+qualifiers+spellings+forms")
+    assert plain.text.lower().count("greek") == 2 and faithfulness.check("webnlg", recs, plain.text).repeated == 1
+    assert forms.text.lower().count("greek") == 1 and faithfulness.check("webnlg", recs, forms.text).errors == 0
+    assert ck.rules().forms  # the checkpoint's default rules, chosen on the tune half

@@ -50,6 +50,8 @@ def _replay(out: str = "OUT") -> dict[str, dict]:
             assert name not in runs, f"{name} trained from scratch twice"
             run = {"lr": [], "clean": False, "--reg-weight": None, "--max-seg-len": None, "commands": []}
         run["commands"].append((shlex.join(["python", *argv[1:]]), [len(run["lr"]) + 1, int(opts["--epochs"])]))
+        if "--lr" in opts:  # the step sets the rate: the trainer's decays so far no longer apply
+            run["new_rate"] = [*run.get("new_rate", []), len(run["lr"])]
         rate = float(opts.get("--lr", run["lr"][-1] if run["lr"] else DEFAULT_LR))
         run["lr"] += [rate] * (int(opts["--epochs"]) - len(run["lr"]))
         run["clean"] = run["clean"] or "--clean" in flags
@@ -59,14 +61,18 @@ def _replay(out: str = "OUT") -> dict[str, dict]:
     return runs
 
 
-def _with_decays(recipe_lr: list[float], history: list[dict], decay: float = 0.1) -> list[float]:
+def _with_decays(recipe_lr: list[float], history: list[dict], decay: float = 0.1, new_rate: tuple = ()) -> list[float]:
     """The recipe's learning rate per epoch with the trainer's own decays (paper §5: x0.1 after an
     epoch whose validation loss is no new best) where history.json shows them: an epoch's rate
     may be the recipe's times a power of ``decay`` only after such an epoch, and never rises
-    within a stretch the recipe gives no new rate."""
+    within a stretch the recipe gives no new rate (a rate other than the last, or the same rate
+    given again by a step's ``--lr``: ``new_rate``, the epoch indices where such a step begins;
+    the trainer keeps its best validation loss across a ``--resume``)."""
     out, factor, best, before_last = [], 1.0, float("inf"), float("inf")  # before_last: best before epoch i-1
     for i, (lr, e) in enumerate(zip(recipe_lr, history, strict=True)):
-        if i and lr != recipe_lr[i - 1]:
+        if i and i in new_rate and lr == recipe_lr[i - 1]:
+            factor = 1.0  # the same --lr given again: the recipe's rate, the best so far kept
+        elif i and lr != recipe_lr[i - 1]:
             factor, best = 1.0, float("inf")  # a new --lr: the recipe's rate again
         elif i and e["lr"] < out[-1] * (1 - 1e-9):  # the trainer decayed: only after no new best
             assert history[i - 1]["val_nll"] >= before_last, f"epoch {i + 1}: lr decayed after a new best"
@@ -86,7 +92,7 @@ def test_recipe_gives_the_shipped_history_and_settings(name: str) -> None:
     history = json.loads((ROOT / "checkpoints" / name / "history.json").read_text(encoding="utf-8"))
     config = json.loads((ROOT / "checkpoints" / name / "config.json").read_text(encoding="utf-8"))
     assert len(run["lr"]) == len(history), f"{name}: the recipe trains {len(run['lr'])} epochs, history.json has {len(history)}"
-    assert [e["lr"] for e in history] == pytest.approx(_with_decays(run["lr"], history), rel=1e-9)
+    assert [e["lr"] for e in history] == pytest.approx(_with_decays(run["lr"], history, new_rate=run.get("new_rate", ())), rel=1e-9)
     assert run["clean"] == config["train"].get("clean", False)
     model = config["model"]
     if model["kind"] == "seg":  # the loss settings the recipe gives are the stored ones
