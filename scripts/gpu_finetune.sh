@@ -6,6 +6,7 @@
 #   bash scripts/gpu_finetune.sh OUT DATA_DIR PRE                       # ROUND=e2e-abbr (session 9)
 #   ROUND=webnlg-clean [MIN=5.5] bash scripts/gpu_finetune.sh OUT DATA_DIR   # session 10 (MIN: --time-limit, default 6)
 #   ROUND=webnlg-wd [MIN=5] bash scripts/gpu_finetune.sh OUT DATA_DIR      # session 13
+#   ROUND=webnlg-sub [MIN=4] bash scripts/gpu_finetune.sh OUT DATA_DIR     # session 13, second round
 #
 # e2e-abbr: the E2E fine-tunes with invented names that have an abbreviation's full stop inside
 # them (train --abbreviations). PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped
@@ -17,6 +18,8 @@
 # webnlg-wd: the shipped WebNLG checkpoints four more epochs on the same references (the clean list
 # they were fine-tuned on), with word dropout on the decoder input (train --word-dropout) and
 # without it (`*-more`, the control for the extra epochs).
+# webnlg-sub: the session-13 checkpoints four more epochs with more of the training examples given
+# invented names (--substitute 0.8 / 1.0; `*-sub5`: 0.5 as before, the control).
 # Checkpoint choice: validation loss on the tune half of dev (--val-half tune).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +55,17 @@ elif [ "$ROUND" = webnlg-wd ]; then
     [webnlg-pg-more]="--model pg --init checkpoints/webnlg-pg --epochs 46"
     [webnlg-pg-wd15]="--model pg --init checkpoints/webnlg-pg --epochs 46 --word-dropout 0.15"
   )
+elif [ "$ROUND" = webnlg-sub ]; then
+  COMMON=(--dataset webnlg --device "$DEVICE" --data-dir "$DATA" --val-half tune --threads 3
+          --clean --clean-list scripts/webnlg-clean-s11.json --lr 0.0002 --time-limit "${MIN:-4}")  # fmt: skip
+  declare -A JOBS=(
+    [webnlg-seg-sub5]="--model seg --init checkpoints/webnlg-seg --epochs 44 --substitute 0.5"
+    [webnlg-seg-sub8]="--model seg --init checkpoints/webnlg-seg --epochs 44 --substitute 0.8"
+    [webnlg-seg-sub10]="--model seg --init checkpoints/webnlg-seg --epochs 44 --substitute 1.0"
+    [webnlg-pg-sub8]="--model pg --init checkpoints/webnlg-pg --epochs 46 --substitute 0.8"
+  )
 else
-  echo "ROUND must be e2e-abbr, webnlg-clean or webnlg-wd, not $ROUND" >&2; exit 2
+  echo "ROUND must be e2e-abbr, webnlg-clean, webnlg-wd or webnlg-sub, not $ROUND" >&2; exit 2
 fi
 PIDS=()
 for name in "${!JOBS[@]}"; do
