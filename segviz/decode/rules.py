@@ -203,15 +203,17 @@ def _value_forms(
     for t in set(slots):
         for f in [*forms[t], *([spelt[t]] if spelt[t] else [])]:
             yields.setdefault(f, set()).add(t)
+    held = [_slot(t) for t in slots]
+    subjects = _subject_ids(vocab, oov, records) if rules.qualifiers else {}
     out = {}
     for k, r in enumerate(records, 1):
-        if not specific_value(r) or [_slot(t) for t in slots].count(_slot(r.value)) != 1:
+        if not specific_value(r) or held.count(_slot(r.value)) != 1:
             continue
         others = [e for t, e in spelt.items() if e and t != r.value]
         for f in forms[r.value]:
             longer = _longer({k: list(f)}, others)
             if rules.qualifiers:  # "Auburn, Washington" says Washington_(state)
-                longer = _qualified(longer, {k: list(f)}, vocab.stoi.get(","), _subject_ids(vocab, oov, records))
+                longer = _qualified(longer, {k: list(f)}, vocab.stoi.get(","), subjects)
             entry = _once_entry(f, func, [e for e in others if e != f], longer.get(k, [])) if yields[f] == {r.value} else None
             if entry:
                 out.setdefault(k, []).append(entry)
