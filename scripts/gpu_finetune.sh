@@ -17,7 +17,8 @@
 # exact (train --clean, as the E2E ones were), and `webnlg-seg-more` the same epochs without it.
 # webnlg-wd: the shipped WebNLG checkpoints four more epochs on the same references (the clean list
 # they were fine-tuned on), with word dropout on the decoder input (train --word-dropout) and
-# without it (`*-more`, the control for the extra epochs).
+# without it (`*-more`, the control for the extra epochs). It ran on the session-12 checkpoints (epoch 32;
+# git 50cc80d): to run it again, put those in checkpoints/ first, as the shipped ones now stop at epoch 40.
 # webnlg-sub: the session-13 checkpoints four more epochs with more of the training examples given
 # invented names (--substitute 0.8 / 1.0; `*-sub5`: 0.5 as before, the control).
 # Checkpoint choice: validation loss on the tune half of dev (--val-half tune).
