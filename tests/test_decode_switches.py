@@ -4,6 +4,7 @@ and the ``preset+rule-rule`` syntax of :func:`segviz.decode.value_rules`."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import pytest
@@ -467,3 +468,76 @@ def test_forms_keeps_a_value_said_in_its_short_form_from_being_said_again():
     assert plain.text.lower().count("greek") == 2 and faithfulness.check("webnlg", recs, plain.text).repeated == 1
     assert forms.text.lower().count("greek") == 1 and faithfulness.check("webnlg", recs, forms.text).errors == 0
     assert ck.rules().forms  # the checkpoint's default rules, chosen on the tune half
+
+
+def test_echo_entries_cover_subjects_values_and_their_short_forms():
+    """*echo*: every subject and value of the input, and (with *forms*) a short form of it
+    ("ballistic" of ``Ballistic_(comicsCharacter)``), is an entry; "cornell university" is banned
+    at "university", where it parts from "cornell big red"; without the switch there are none."""
+    from segviz.decode.rules import _echo_entries, _function_mask, value_rules
+    from segviz.records import Record
+
+    path = ROOT / "checkpoints" / "webnlg-seg"
+    if not path.exists():
+        pytest.skip("shipped checkpoint missing")
+    v = checkpoint.load(path).vocab
+    recs = [Record("nickname", "Cornell_Big_Red", "Cornell_University"), Record("alternativeName", '"Kelvin Mao"', "Ballistic_(comicsCharacter)")]
+    func = _function_mask(v, [])
+    ids = lambda s: tuple(v.stoi[w] for w in s.split())  # noqa: E731
+    got = {e[0]: e[1] for e in _echo_entries(v, [], recs, value_rules("auto+forms+echo"), func)}
+    assert got[ids("cornell university")] == 1 and got[ids("cornell big red")] == 1
+    assert got[ids("ballistic")] == 0 and ids("ballistic ( comicscharacter )") in got and got[ids("kelvin mao")] == 0
+    assert ids("ballistic") not in {e[0] for e in _echo_entries(v, [], recs, value_rules("auto+echo"), func)}  # no forms
+    assert _echo_entries(v, [], recs, value_rules("auto+forms"), func) == []
+
+
+def test_ban_again_bans_the_parting_word_and_onward_leaves_only_the_entity_it_begins():
+    """``_ban_again``: once (5, 6) is said, "5" followed by its parting word 6 is banned, unless
+    6 goes on with another entity the tokens are saying; an *onward* entry ((7,) begins (7, 8))
+    said again leaves only 8, with its score."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _ban_again
+
+    x = SimpleNamespace(spelt={})
+    row = torch.zeros(10)
+    _ban_again(x, [5, 6, 3, 5], [((5, 6), 1, [], [(5, 9)])], row)
+    assert row[6] == -math.inf and torch.isfinite(row[[0, 1, 2, 3, 4, 5, 7, 8, 9]]).all()
+    row = torch.zeros(10)
+    _ban_again(x, [3, 5], [((5, 6), 1, [], [(5, 9)])], row)  # not said before: nothing banned
+    assert torch.isfinite(row).all()
+    row = torch.arange(10.0)
+    _ban_again(x, [7, 3, 7], [((7,), 1, [(7, 8)], [(7, 8)])], row)
+    assert row[8] == 8 and torch.isinf(row[[i for i in range(10) if i != 8]]).all()
+    row = torch.arange(10.0)
+    _ban_again(x, [7, 8, 3, 7], [((7,), 1, [(7, 8)], [(7, 8)])], row)  # said only inside (7, 8): free
+    assert torch.isfinite(row).all()
+
+
+def test_echo_keeps_a_segment_from_saying_its_subject_in_place_of_its_value():
+    """The shipped webnlg-seg under +RM (tune half, K = 1): without ``echo`` its one segment says
+    the subject twice and never the nickname ("Cornell University is the nickname of Cornell
+    University."); with it the segment says the nickname and the checker finds nothing wrong."""
+    ck, recs, gen = _shipped_webnlg_rm([("Cornell_University", "nickname", "Cornell_Big_Red")])
+    base = "auto+once+qualifiers+spellings+forms"
+    plain, echo = gen(base), gen(base + "+echo")
+    assert plain.text.lower().count("cornell university") == 2 and faithfulness.check("webnlg", recs, plain.text).missing == 1
+    assert "cornell big red" in echo.text.lower() and faithfulness.check("webnlg", recs, echo.text).errors == 0
+
+
+def test_onward_keeps_a_value_that_begins_the_subject_from_being_said_again():
+    """The shipped webnlg-seg under +RM (tune half, K = 5): "Baku" begins the subject "Baku Turkish
+    Martyrs' Memorial", so *once* has no word to ban and the text says "the capital is Baku. The
+    capital city is Baku" (repeated); with ``onward`` "Baku" said again must go on as the subject,
+    and it is said once."""
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("Azerbaijan", "capital", "Baku"),
+        ("Azerbaijan", "leaderTitle", "Prime_Minister_of_Azerbaijan"),
+        ("Baku_Turkish_Martyrs'_Memorial", "location", "Azerbaijan"),
+        ("Azerbaijan", "leaderName", "Artur_Rasizade"),
+        ("Azerbaijan", "legislature", "National_Assembly_(Azerbaijan)"),
+    ])  # fmt: skip
+    base = "auto+once+qualifiers+spellings+forms+echo"
+    plain, onward = gen(base), gen(base + "+onward")
+    assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
+    assert onward.text.lower().count("baku") == 2 and faithfulness.check("webnlg", recs, onward.text).errors == 0

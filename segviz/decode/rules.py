@@ -161,7 +161,10 @@ def _said_once(
     out = {}
     for k, ids in values.items():
         value = tuple(ids)
-        entry = _once_entry(value, func, [e for e in entities if e != value], longer.get(k, []))
+        others = [e for e in entities if e != value]
+        entry = _once_entry(value, func, others, longer.get(k, []))
+        if entry is None and rules.onward:  # "Baku", said again, goes on as "Baku Turkish Martyrs' Memorial"
+            entry = _onward_entry(value, func, others, longer.get(k, []))
         if entry and slots.get(_slot(records[k - 1].value), 0) == 1:
             out[k] = entry
     return out
@@ -177,6 +180,16 @@ def _once_entry(value: tuple, func: torch.Tensor, others: list[tuple], longer: l
     if not content or apart is None:
         return None
     return value, max(apart, content[0]), longer, others
+
+
+def _onward_entry(value: tuple, func: torch.Tensor, others: list[tuple], longer: list[tuple]) -> tuple | None:
+    """``rules.onward``: the entry of a value that never parts from the input's other entities,
+    because it begins one ("Baku" of "Baku Turkish Martyrs' Memorial"): (value, ``len(value)``,
+    ``longer``, ``others``); said again whole, the value must go on as one of those entities
+    (:func:`segviz.decode.search._ban_again`). None when ``value`` has no content word."""
+    if not any(not func[v] for v in value):
+        return None
+    return value, len(value), longer, others
 
 
 def _value_forms(
@@ -217,6 +230,34 @@ def _value_forms(
             entry = _once_entry(f, func, [e for e in others if e != f], longer.get(k, [])) if yields[f] == {r.value} else None
             if entry:
                 out.setdefault(k, []).append(entry)
+    return out
+
+
+def _echo_entries(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
+) -> list[tuple]:
+    """``rules.echo``: *once* entries (:func:`_once_entry`) of every subject and value of the input
+    and (with ``rules.forms``) of their short forms, for one segment: a segment realises one
+    record, so it says none of them twice ("Cornell University is the nickname of Cornell
+    University", "… created by Jerry Ordway and Jerry Ordway"; docs/design.md §6). A phrase parts
+    from the other slots' entities and forms; a mention inside another slot's entity that holds it
+    does not count; a form that two slots yield ("japanese") is left out."""
+    if not rules or not rules.echo:
+        return []
+    from segviz.faithfulness.webnlg import short_form_prefixes
+
+    family: dict[str, set[tuple]] = {}  # slot text -> its ids and (forms) its short forms' ids
+    for t in sorted({t for r in records for t in (r.subject, r.value) if t}):
+        if e := _spell(vocab, oov, _slot(t)):
+            cut = short_form_prefixes(t, list(_slot(t))) if rules.forms else []
+            family[t] = {e, *(e[:n] for n in cut if n)}
+    out = []
+    for t, phrases in family.items():
+        others = [p for u, ps in family.items() if u != t for p in ps]
+        for p in phrases - set(others):
+            entry = _once_entry(p, func, others, _longer({0: list(p)}, others).get(0, []))
+            if entry:
+                out.append(entry)
     return out
 
 
@@ -263,6 +304,8 @@ class ValueRules:
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
     forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said
+    echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
+    onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -295,7 +338,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings", "forms")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings", "forms", "echo", "onward")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -303,11 +346,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
 }
 
 
@@ -332,7 +375,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     *once* read a value word said without its accents or as a possessive word ("nasa's",
     :func:`spelling_twins`); ``forms`` (with *once*) lets *once*, the mention rule and the owed-name
     check read a value said in a short form, without its bracket or a generic last word ("french"
-    of ``French_language``, :func:`_value_forms`). Chosen on the tuning half of dev
+    of ``French_language``, :func:`_value_forms`); ``echo`` (under r / rm / a plan) keeps a segment
+    from saying a subject or value of the input twice (:func:`_echo_entries`); ``onward`` (with
+    *once*) has a value that begins another entity of the input, said again, go on as that entity
+    (:func:`_onward_entry`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

@@ -26,6 +26,7 @@ from segviz.decode.rules import (
     _absent_ids,
     _accent_twins,
     _continues,
+    _echo_entries,
     _entities,
     _force,
     _function_mask,
@@ -130,6 +131,27 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
     return False
 
 
+def _ban_again(x, tokens: list[int], entries: list[tuple], row: torch.Tensor) -> None:
+    """Ban in ``row`` (n_ext,) the word where a phrase of ``entries`` (*once* entries,
+    :func:`_once_entry`) that ``tokens`` have said would be said again (:meth:`SegmentDecoder._mask_once`)."""
+    for value, j, longer, others in entries:
+        if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
+            continue
+        if j == len(value):  # onward: said again whole, it goes on as an entity it begins
+            _go_on(tokens, others, row)
+        elif not _continues(tokens, value[j], others):
+            row[[value[j], *(t for t, w in x.spelt.items() if w == value[j])]] = -math.inf
+
+
+def _go_on(tokens: list[int], entities: list[tuple], row: torch.Tensor) -> None:
+    """Leave in ``row`` (n_ext,) only the words that go on with one of ``entities`` whose
+    beginning the tokens end with (none left when no entity goes on)."""
+    nxt = [e[j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)) if tuple(tokens[-j:]) == e[:j]]
+    keep = row[nxt].clone()
+    row.fill_(-math.inf)
+    row[nxt] = keep
+
+
 def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
     """``a | b`` of two optional masks of one shape (None: no mask)."""
     return b if a is None else a if b is None else a | b
@@ -217,6 +239,7 @@ class _Input:
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
     forms: dict = field(default_factory=dict)  # k -> once entries of its value's short forms ("french"): rules._value_forms, {} when off
+    echo: list = field(default_factory=list)  # once entries of the input's subjects and values, read inside one segment: rules._echo_entries
     twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
     spelt: dict = field(default_factory=dict)  # id -> the value or subject word it spells another way (rules.spelling_twins), {} when off
 
@@ -331,6 +354,7 @@ class SegmentDecoder:
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
+            echo=_echo_entries(vocab, oov, records, rules, func) if level.no_repeat or planned else [],
             twins=_accent_twins(vocab, oov, list(named.values())),
             spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records)) if rules and rules.spellings else {},
         )  # fmt: skip
@@ -428,12 +452,10 @@ class SegmentDecoder:
         that word is banned, unless it goes on with another entity of the input that the tokens
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
         rule would have say it, counts it as said (:meth:`_choose_record`)."""
-        tokens = _spelt(x, h.tokens)  # spellings: "nasa's" is "nasa"
-        for value, j, longer, others in [*x.once.values(), *(e for es in x.forms.values() for e in es)]:  # forms: "french"
-            if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
-                continue
-            if not _continues(tokens, value[j], others):
-                row[[value[j], *(t for t, w in x.spelt.items() if w == value[j])]] = -math.inf
+        entries = [*x.once.values(), *(e for es in x.forms.values() for e in es)]  # forms: "french"
+        _ban_again(x, _spelt(x, h.tokens), entries, row)  # spellings: "nasa's" is "nasa"
+        if x.echo and h.segments:  # echo: inside the current segment, every subject and value
+            _ban_again(x, _spelt(x, h.tokens[h.segments[-1][0] :]), x.echo, row)
 
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
