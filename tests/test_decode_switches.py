@@ -494,7 +494,8 @@ def test_echo_entries_cover_subjects_values_and_their_short_forms():
 def test_ban_again_bans_the_parting_word_and_onward_leaves_only_the_entity_it_begins():
     """``_ban_again``: once (5, 6) is said, "5" followed by its parting word 6 is banned, unless
     6 goes on with another entity the tokens are saying; an *onward* entry ((7,) begins (7, 8))
-    said again leaves only 8, with its score."""
+    said again leaves only 8, with its score, but not where 7 ends another entity the tokens
+    are saying ((9, 7)), nor when another rule has banned 8."""
     from types import SimpleNamespace
 
     from segviz.decode.search import _ban_again
@@ -511,6 +512,17 @@ def test_ban_again_bans_the_parting_word_and_onward_leaves_only_the_entity_it_be
     assert row[8] == 8 and torch.isinf(row[[i for i in range(10) if i != 8]]).all()
     row = torch.arange(10.0)
     _ban_again(x, [7, 8, 3, 7], [((7,), 1, [(7, 8)], [(7, 8)])], row)  # said only inside (7, 8): free
+    assert torch.isfinite(row).all()
+    row = torch.arange(10.0)
+    entry = ((7,), 1, [(7, 8), (9, 7)], [(7, 8), (9, 7)])  # (9, 7): "the Battle of Baku" ends with it
+    _ban_again(x, [7, 3, 9, 7], [entry], row)
+    assert torch.isfinite(row).all()
+    row = torch.arange(10.0)
+    row[8] = -math.inf  # the way on is banned by another rule: the row is left as it was
+    _ban_again(x, [7, 3, 7], [((7,), 1, [(7, 8)], [(7, 8)])], row)
+    assert torch.isfinite(row[[i for i in range(10) if i != 8]]).all()
+    row = torch.zeros(10)
+    _ban_again(x, [5, 6, 3, 5], [((5, 6), 1, [], [(5, 9), (5, 6, 2)])], row)  # 6 goes on with (5, 6, 2)
     assert torch.isfinite(row).all()
 
 

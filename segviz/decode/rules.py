@@ -147,7 +147,9 @@ def _said_once(
     once, such a value said again repeats its fact ("… is located in Shuvalan, Shuvalan", "the
     leader is Jusuf Kalla and the leader is Jusuf Kalla"); once the value has been said the rule
     bans its word at that position after the words before it: the first content word at which the
-    value parts from the beginnings of the input's other entities (docs/design.md §6)."""
+    value parts from the beginnings of the input's other entities (docs/design.md §6). With
+    ``rules.onward`` a value that begins another entity, and so never parts, gets an
+    :func:`_onward_entry` instead."""
     if not rules or not rules.once:
         return {}
     slots: dict[tuple, int] = {}
@@ -241,7 +243,8 @@ def _echo_entries(
     record, so it says none of them twice ("Cornell University is the nickname of Cornell
     University", "… created by Jerry Ordway and Jerry Ordway"; docs/design.md §6). A phrase parts
     from the other slots' entities and forms; a mention inside another slot's entity that holds it
-    does not count; a form that two slots yield ("japanese") is left out."""
+    does not count; a phrase that two slots yield ("japanese" of ``Japanese_people`` and
+    ``Japanese_language``, or a slot "Japanese" beside ``Japanese_people``) is left out."""
     if not rules or not rules.echo:
         return []
     from segviz.faithfulness.webnlg import short_form_prefixes
@@ -303,7 +306,7 @@ class ValueRules:
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
-    forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said
+    forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said (echo: its forms too)
     echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)

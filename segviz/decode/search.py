@@ -133,20 +133,37 @@ def _within(tokens: list[int], i: int, phrase: tuple, entity: tuple) -> bool:
 
 def _ban_again(x, tokens: list[int], entries: list[tuple], row: torch.Tensor) -> None:
     """Ban in ``row`` (n_ext,) the word where a phrase of ``entries`` (*once* entries,
-    :func:`_once_entry`) that ``tokens`` have said would be said again (:meth:`SegmentDecoder._mask_once`)."""
+    :func:`_once_entry`) that ``tokens`` have said would be said again (:meth:`SegmentDecoder._mask_once`);
+    for an *onward* entry (:func:`_onward_entry`, position ``len(value)``), said again whole and
+    not as the end of another entity, leave only the words that go on as an entity it begins."""
     for value, j, longer, others in entries:
         if tuple(tokens[len(tokens) - j :]) != value[:j] or not _alone(tokens, value, longer):
             continue
         if j == len(value):  # onward: said again whole, it goes on as an entity it begins
-            _go_on(tokens, others, row)
+            if not _ends_inside(tokens, value, others):  # not "the Battle of Baku"
+                _go_on(tokens, others, row)
         elif not _continues(tokens, value[j], others):
             row[[value[j], *(t for t, w in x.spelt.items() if w == value[j])]] = -math.inf
 
 
+def _ends_inside(tokens: list[int], phrase: tuple, entities: list[tuple]) -> bool:
+    """Whether ``tokens`` end with ``phrase`` as the later words of one of ``entities`` that they
+    are saying ("… the Battle of Baku" for "Baku" and "Ottoman Army soldiers killed in the Battle
+    of Baku")."""
+    n = len(phrase)
+    return any(
+        e[j : j + n] == phrase and tuple(tokens[len(tokens) - j - n :]) == e[: j + n]
+        for e in entities
+        for j in range(1, len(e) - n + 1)
+    )
+
+
 def _go_on(tokens: list[int], entities: list[tuple], row: torch.Tensor) -> None:
     """Leave in ``row`` (n_ext,) only the words that go on with one of ``entities`` whose
-    beginning the tokens end with (none left when no entity goes on)."""
+    beginning the tokens end with; the row as it was when the other rules ban them all."""
     nxt = [e[j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)) if tuple(tokens[-j:]) == e[:j]]
+    if not torch.isfinite(row[nxt]).any():  # no way on that the other rules allow: leave the row
+        return
     keep = row[nxt].clone()
     row.fill_(-math.inf)
     row[nxt] = keep
@@ -237,7 +254,7 @@ class _Input:
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     all_recs: frozenset
-    once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban, longer entities, other entities): rules._said_once
+    once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban or len(value): onward, longer entities, other entities): rules._said_once
     forms: dict = field(default_factory=dict)  # k -> once entries of its value's short forms ("french"): rules._value_forms, {} when off
     echo: list = field(default_factory=list)  # once entries of the input's subjects and values, read inside one segment: rules._echo_entries
     twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
@@ -451,11 +468,17 @@ class SegmentDecoder:
         words up to the one where it parts from the input's other entities (:func:`_said_once`)
         that word is banned, unless it goes on with another entity of the input that the tokens
         are saying ("Alabama" in "Lee County, Alabama"). Its own record's segment, which the names
-        rule would have say it, counts it as said (:meth:`_choose_record`)."""
+        rule would have say it, counts it as said (:meth:`_choose_record`). *onward*: a value
+        that begins another entity, said again whole, goes on as one. *echo*: the same for every
+        subject and value of the input inside the current segment, unless that would leave no
+        word at all (a name the names rule is copying)."""
         entries = [*x.once.values(), *(e for es in x.forms.values() for e in es)]  # forms: "french"
         _ban_again(x, _spelt(x, h.tokens), entries, row)  # spellings: "nasa's" is "nasa"
         if x.echo and h.segments:  # echo: inside the current segment, every subject and value
+            keep = row.clone()
             _ban_again(x, _spelt(x, h.tokens[h.segments[-1][0] :]), x.echo, row)
+            if not torch.isfinite(row).any():  # a name being copied whole: echo gives way
+                row.copy_(keep)
 
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
