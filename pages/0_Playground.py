@@ -57,6 +57,14 @@ if ss.get("playground_rows_dataset") != dataset:
 if ss.get("playground_link_error") and "playground_request" not in ss:  # until something is generated
     ui.error(ss["playground_link_error"])
 
+# the user's edits outlive a visit to another page (Streamlit drops the editor's own state there)
+saved = ss.get("playground_saved")  # (dataset, editor version, rows) as last shown
+version = ss["playground_editor_version"]
+if saved and saved[:2] == (dataset, version) and f"playground_editor_{version}" not in ss and saved[2] != ss["playground_rows"]:
+    _set_rows(saved[2])
+last = ss.get("playground_request")
+last = last if last and last[0] == dataset else None  # the last request's settings, when the URL has none
+
 dev, dev_msg = ui.dev_inputs(dataset)
 options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
 left, right = st.columns([3, 2])
@@ -72,14 +80,15 @@ with left:
         column_config={c: st.column_config.TextColumn(c) for c in service.columns(dataset)},
     )
 with right:
-    constraints = ui.constraint_picker("playground_constraints", qp.get("constraints", "rm"))
+    constraints = ui.constraint_picker("playground_constraints", qp.get("constraints") or (last[2] if last else "rm"))
     try:
-        beam_default = min(max(int(qp.get("beam", 5)), 1), 10)
+        beam_default = min(max(int(qp.get("beam") or (last[3] if last else 5)), 1), 10)
     except ValueError:
         beam_default = 5
     beam = st.number_input("Beam size", 1, 10, beam_default, key="playground_beam")
     go = st.button("Generate", type="primary", key="playground_generate")
 
+ss["playground_saved"] = (dataset, ss["playground_editor_version"], service.plain_rows(table.to_dict("records")))
 parsed = None
 try:
     parsed = service.records_from_rows(dataset, table.to_dict("records"))

@@ -172,7 +172,8 @@ st.caption(
     "outputs)."
 )
 if overview.sampled < overview.asked:
-    st.info(f"{overview.asked} sampled plans were asked for; only {overview.sampled} were distinct.")
+    were = "was" if overview.sampled == 1 else "were"
+    st.info(f"{overview.asked} sampled plans were asked for; only {overview.sampled} {were} distinct.")
 plan_table = service.plan_rows(overview, records)
 st.dataframe(pd.DataFrame(plan_table), hide_index=True, width="stretch", key="plan_nbest")
 use_cols = st.columns(min(len(overview.candidates), 6) or 1)

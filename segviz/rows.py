@@ -32,6 +32,12 @@ def rows_from_records(dataset: str, records: Sequence[Record]) -> list[dict]:
     return [dict(zip(ds.columns, ds.row(r), strict=True)) for r in records]
 
 
+def plain_rows(rows: Sequence[dict]) -> list[dict]:
+    """Editor rows with every cell a stripped string (a blank cell, None or NaN, is ""): what the
+    Playground keeps of the user's edits while another page is open."""
+    return [{c: _cell(row, c) for c in row} for row in rows]
+
+
 def _cell(row: dict, col: str) -> str:
     v = row.get(col)
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -60,7 +66,8 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
             continue
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:
-            raise RecordError(f"row {n}: {' and '.join(blank)} is blank; fill it in or delete the row")
+            verb = "is" if len(blank) == 1 else "are"
+            raise RecordError(f"row {n}: {' and '.join(blank)} {verb} blank; fill it in or delete the row")
         rec = ds.record(cells)
         ident, what = ds.key(rec)
         warnings += [f"row {n}: {w}" for w in record_warnings(dataset, rec)]

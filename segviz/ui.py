@@ -82,15 +82,17 @@ def page(title: str, caption: str | None = None) -> str:
 
 
 def sidebar() -> dict:
-    """Shared sidebar: dataset switch (kept in the URL as ``?dataset=``) and which checkpoints
+    """Shared sidebar: dataset switch (kept in the URL as ``?dataset=``, and in the session, since a
+    page link drops the URL's parameters and Streamlit a widget's state) and which checkpoints
     were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
     qp = st.query_params
-    default = qp.get("dataset", "e2e")
+    default = qp.get("dataset") or st.session_state.get("dataset", "e2e")
     options = list(names.DATASET_LABELS)
     index = options.index(default) if default in options else 0
     dataset = st.sidebar.radio(
         "Dataset", options, index=index, format_func=names.DATASET_LABELS.get, key="sidebar_dataset"
     )
+    st.session_state["dataset"] = dataset
     if qp.get("dataset") != dataset:
         qp["dataset"] = dataset
     found = {}

@@ -159,3 +159,27 @@ def test_missing_checkpoint_is_a_message(env, tmp_path, monkeypatch):
     _generate(at)
     assert sum('class="segviz-text"' in m.value for m in at.markdown) == 1  # seg only
     assert any("No usable Pointer-generator (PG) checkpoint for e2e" in e.value for e in at.error)
+
+
+def test_a_visit_to_another_page_keeps_the_dataset_the_edits_and_the_settings(env):
+    """A page link drops the URL's parameters and Streamlit drops the widgets' state, so coming
+    back from another page used to reset the dataset to E2E and the editor to the bundled example.
+    The session keeps them: this run starts as a page does after such a visit (no URL, no widget
+    state, the session's own keys)."""
+    bundled = service.rows_from_records("webnlg", next(iter(EXAMPLES["webnlg"].values())))
+    edited = [*bundled, {"subject": "Zorblat_Tower", "predicate": "location", "object": "Quenwick"}]
+    records = service.records_from_rows("webnlg", edited).records
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {
+        "dataset": "webnlg", "playground_rows_dataset": "webnlg", "playground_rows": bundled,
+        "playground_editor_version": 1, "playground_saved": ("webnlg", 1, edited),
+        "playground_request": ("webnlg", service.records_to_param(records), "r", 3),
+    }.items():  # fmt: skip
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    assert at.radio(key="sidebar_dataset").value == "webnlg" and at.query_params["dataset"] == "webnlg"
+    assert at.session_state["playground_rows"] == edited
+    assert at.radio(key="playground_constraints").value == "r" and at.number_input(key="playground_beam").value == 3
+    assert not [w.value for w in at.warning if "changed since" in w.value]  # the output is the request's, not stale
+    assert sum('class="segviz-text"' in m.value for m in at.markdown) == 2

@@ -217,3 +217,19 @@ def test_app_warns_about_a_value_longer_than_any_in_training():
 
     parsed = service.records_from_rows("e2e", [{"attribute": "name", "value": "x" * 2000}])
     assert parsed.warnings == ["row 1: the value has 2,000 characters; the models were trained on values of at most 200"]
+
+
+def test_blank_cells_are_named_with_the_right_verb_and_kept_as_empty_strings():
+    """A row with two blank cells says "are blank"; ``plain_rows`` keeps an editor's rows as
+    stripped strings (None, NaN and pandas' NA become ""), which compare with ``==``."""
+    import pandas as pd
+
+    from segviz import service
+    from segviz.records import RecordError
+
+    with pytest.raises(RecordError, match="row 1: predicate and object are blank"):
+        service.records_from_rows("webnlg", [{"subject": "A", "predicate": "", "object": None}])
+    with pytest.raises(RecordError, match="row 1: object is blank"):
+        service.records_from_rows("webnlg", [{"subject": "A", "predicate": "p", "object": " "}])
+    rows = pd.DataFrame([{"subject": " A ", "predicate": None, "object": "B"}], dtype="string").to_dict("records")
+    assert service.plain_rows(rows) == [{"subject": "A", "predicate": "", "object": "B"}]

@@ -149,6 +149,26 @@ def test_plan_editor_reorder_and_regenerate(page, server, tiny):
     assert f"plan={plan.replace(',', '%2C')}" in page.url or f"plan={plan}" in page.url
 
 
+def test_webnlg_and_its_output_survive_a_visit_to_the_plan_editor(page, server):
+    """Streamlit drops a widget's state on another page, and a page link drops the URL's
+    parameters: going to the Plan editor and back used to reset the dataset to E2E and lose the
+    WebNLG output. The session keeps the dataset now."""
+    records = next(iter(EXAMPLES["webnlg"].values()))
+    page.goto(server)
+    page.get_by_text("WebNLG (DBpedia triples)").click()
+    _idle(page)
+    page.get_by_role("button", name="Generate").click()
+    page.locator(".segviz-text").nth(1).wait_for()
+    page.get_by_role("link", name="Plan editor").click()
+    page.get_by_text(records[0].label, exact=False).first.wait_for()
+    _idle(page)
+    assert "dataset=webnlg" in page.url
+    page.get_by_role("link", name="Playground").click()
+    page.locator(".segviz-text").nth(1).wait_for()  # the WebNLG output is still there
+    _idle(page)
+    assert "dataset=webnlg" in page.url
+
+
 def test_playground_name_posterior_view_and_segment_click(page, server):
     _generate(page, server)
     nav = page.locator("[data-testid='stSidebarNav']")
