@@ -310,3 +310,22 @@ def test_e2e_dev_references_low_slot_error_rate():
     assert t["slot_error_rate"] < 0.11
     assert t["missing"] / t["total_records"] < 0.085
     assert (t["wrong"] + t["repeated"] + t["hallucinated"]) / t["total_records"] < 0.02
+
+
+def test_an_attribute_without_rules_is_read_verbatim_in_the_check_and_the_segment_verdicts():
+    """A record of an attribute the E2E rules do not know (typed in the Playground) was always
+    "missing", and its segment "unrealised", even when the text says the value word for word.
+    Now its value said verbatim is realised (twice: repeated), and its segment says it."""
+    from segviz import faithfulness
+    from segviz.records import Record
+
+    recs = [Record("colour", "The Golden Lantern"), Record("eatType", "pub"), Record("food", "Italian")]
+    text = "The Golden Lantern is an Italian pub in the riverside area."
+    verdicts = {v.label: v.status for v in faithfulness.check("e2e", recs, text).per_record}
+    assert verdicts == {"colour[The Golden Lantern]": "realised", "eatType[pub]": "realised", "food[Italian]": "realised"}
+    twice = faithfulness.check("e2e", recs, text + " The Golden Lantern is nice.").per_record[0]
+    assert twice.status == "repeated"
+    assert faithfulness.check("e2e", recs, "An Italian pub.").per_record[0].status == "missing"
+    toks = ["the", "golden", "lantern", "is", "an", "italian", "pub", "in", "the", "riverside", "area", "."]
+    segs = [[0, 5, 1], [5, 6, 3], [6, 8, 2], [8, 12, 0]]
+    assert [v.own for v in faithfulness.segment_verdicts("e2e", recs, toks, segs)][:3] == [True, True, True]

@@ -183,6 +183,9 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     for idx, r in enumerate(records):
         if r.attribute in ("name", "near"):
             verdict = _venue_verdict(r, norm, venues, stray)
+        elif r.attribute not in CHECKED_ATTRIBUTES:  # no rule for it: its value said verbatim
+            spans = _verbatim(r, norm)
+            verdict = ("missing", "") if not spans else ("realised" if len(spans) == 1 else "repeated", norm[slice(*spans[0])])
         else:
             verdict = _slot_verdict(r, by_attr.get(r.attribute, []), norm)
         report.per_record.append(RecordVerdict(idx, r.label, *verdict))
@@ -212,6 +215,18 @@ def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str
     else:
         repeated = len(hits) >= 2
     return ("repeated" if repeated else "realised"), evidence
+
+
+CHECKED_ATTRIBUTES = frozenset(("name", "near", "eatType", "food", "priceRange", "customer rating", "area", "familyFriendly"))
+
+
+def _verbatim(r: Record, norm: str) -> list[tuple[int, int]]:
+    """Spans of normalised text ``norm`` that say ``r``'s value word for word: how a record of an
+    attribute the E2E rules do not know ("colour[red]", typed in the Playground) is read."""
+    value = normalise(r.value)
+    if not value:
+        return []
+    return [m.span() for m in re.finditer(r"(?<!\w)" + re.escape(value) + r"(?!\w)", norm)]
 
 
 def _slot_verdict(r: Record, ms: list[_Mention], norm: str) -> tuple[str, str]:
@@ -250,6 +265,7 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     venues = _find_venues(norm, names)
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
+    out += [ValueMention(s, e, i) for i, r in enumerate(records) if r.attribute not in CHECKED_ATTRIBUTES for s, e in _verbatim(r, norm)]
     slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records)}
     for m in _slot_mentions(norm, [(s, e) for _, s, e in venues]):
         i, level = slot_of.get(m.attribute, (None, None))
