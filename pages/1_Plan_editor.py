@@ -154,7 +154,7 @@ with right:
                     st.caption(f"log-probability {view.result.scores.get('log_prob', float('nan')):.2f} "
                                f"({service.log_prob_per_token(view.result):.3f} per token)")
                 if view.report is not None:
-                    ui.status_table(locate.view_status_rows(view), key=f"plan_status_{title}")
+                    ui.status_table(locate.view_status_rows(view), key=f"plan_status_{title}", narrow=True)
         if len(outputs) == 2 and all(v.result is not None for v in outputs):
             st.markdown("##### What changed (word diff, new against previous)")
             st.markdown(viz.word_diff_html(outputs[0].result.tokens, outputs[1].result.tokens, records),

@@ -357,8 +357,9 @@ def figure_downloads(chart, key: str, *name: object) -> None:
             )
 
 
-def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
-    """Per-record verdicts with icons and words (not colour alone); ``selectable``: see :func:`status_location`."""
+def status_table(rows: list[dict], key: str, selectable: bool = False, narrow: bool = False) -> None:
+    """Per-record verdicts with icons and words (not colour alone); ``selectable``: see :func:`status_location`;
+    ``narrow`` (a table in a column): the record column is kept medium wide, so the verdicts stay in view."""
     if not rows:
         st.info("No verdicts (no system produced an output).")
         return
@@ -368,7 +369,8 @@ def status_table(rows: list[dict], key: str, selectable: bool = False) -> None:
     for col in df.columns[2:]:
         df[col] = df[col].map(lambda s: names.STATUS_ICONS.get(s, s))
     select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
-    st.dataframe(df, hide_index=True, key=key, width="stretch", **select)
+    config = {"record": st.column_config.TextColumn("record", width=140)} if narrow and "record" in df.columns else None
+    st.dataframe(df, hide_index=True, key=key, width="stretch", column_config=config, **select)
 
 
 def status_location(view: service.SystemView, rows: list[dict], key: str):
