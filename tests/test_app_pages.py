@@ -113,7 +113,8 @@ def test_plan_editor_own_plan_nbest_diff_and_stale(env):
     for k in own.appended:
         assert f"record {k} " in added[0]
     if own.sampled < own.asked:
-        assert any(f"only {own.sampled} were distinct" in i.value for i in at.info)
+        were = "was" if own.sampled == 1 else "were"
+        assert any(f"only {own.sampled} {were} distinct" in i.value for i in at.info)
     # use the last listed plan, then force a reversed plan: old and new side by side with a word diff
     last = rows[-1]
     at.button(key=f"plan_use_{last['rank']}").click().run()
