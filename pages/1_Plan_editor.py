@@ -195,7 +195,8 @@ if ss.get("plan_samples") and ss["plan_samples"][0] == param:
     if not samples:
         st.warning("No structure could be sampled for these records.")
     elif len(samples) < n_s:
-        st.info(f"{n_s} plans were asked for; the samples held only {len(samples)} distinct ones.")
+        held = "1 distinct plan" if len(samples) == 1 else f"{len(samples)} distinct plans"
+        st.info(f"{n_s} plans were asked for; the samples held only {held}.")
     for row in range(0, len(samples), 3):
         cols = st.columns(3)
         for col, view in zip(cols, samples[row : row + 3], strict=False):
