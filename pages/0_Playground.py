@@ -105,6 +105,8 @@ elif "playground_request" not in ss and qp.get("records") and parsed is not None
     ss["playground_request"] = (dataset, service.records_to_param(parsed.records), constraints, int(beam))
 
 request = ss.get("playground_request")
+if request is not None and request[0] == dataset and not qp.get("records"):  # back from another page: the link again
+    qp.update({"records": request[1], "constraints": request[2], "beam": str(request[3])})
 if request is None or request[0] != dataset:
     st.info("Edit the records and press **Generate**.")
     st.stop()

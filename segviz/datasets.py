@@ -19,10 +19,9 @@ from segviz import formats, invented
 from segviz.evaluate import evaluate_e2e, evaluate_webnlg
 from segviz.faithfulness.common import FaithReport, ValueMention
 from segviz.faithfulness.e2e import check_e2e, value_mentions_e2e
+from segviz.faithfulness.e2e_rules import E2E_ATTRIBUTES  # one place: the checker's rules name them
 from segviz.faithfulness.webnlg import check_webnlg, own_entities_webnlg, value_mentions_webnlg
 from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
-
-E2E_ATTRIBUTES = ("name", "eatType", "food", "priceRange", "customer rating", "area", "familyFriendly", "near")
 
 
 def _no_entities(record: Record) -> frozenset[str]:

@@ -66,8 +66,8 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
             continue
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:
-            verb = "is" if len(blank) == 1 else "are"
-            raise RecordError(f"row {n}: {' and '.join(blank)} {verb} blank; fill it in or delete the row")
+            verb, it = ("is", "it") if len(blank) == 1 else ("are", "them")
+            raise RecordError(f"row {n}: {' and '.join(blank)} {verb} blank; fill {it} in or delete the row")
         rec = ds.record(cells)
         ident, what = ds.key(rec)
         warnings += [f"row {n}: {w}" for w in record_warnings(dataset, rec)]

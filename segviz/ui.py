@@ -86,13 +86,13 @@ def sidebar() -> dict:
     page link drops the URL's parameters and Streamlit a widget's state) and which checkpoints
     were found. Returns ``{"dataset", "checkpoints": {kind: path or None}}``."""
     qp = st.query_params
-    default = qp.get("dataset") or st.session_state.get("dataset", "e2e")
+    default = qp.get("dataset") or st.session_state.get("sidebar_dataset_last", "e2e")
     options = list(names.DATASET_LABELS)
     index = options.index(default) if default in options else 0
     dataset = st.sidebar.radio(
         "Dataset", options, index=index, format_func=names.DATASET_LABELS.get, key="sidebar_dataset"
     )
-    st.session_state["dataset"] = dataset
+    st.session_state["sidebar_dataset_last"] = dataset
     if qp.get("dataset") != dataset:
         qp["dataset"] = dataset
     found = {}

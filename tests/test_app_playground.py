@@ -171,7 +171,7 @@ def test_a_visit_to_another_page_keeps_the_dataset_the_edits_and_the_settings(en
     records = service.records_from_rows("webnlg", edited).records
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in {
-        "dataset": "webnlg", "playground_rows_dataset": "webnlg", "playground_rows": bundled,
+        "sidebar_dataset_last": "webnlg", "playground_rows_dataset": "webnlg", "playground_rows": bundled,
         "playground_editor_version": 1, "playground_saved": ("webnlg", 1, edited),
         "playground_request": ("webnlg", service.records_to_param(records), "r", 3),
     }.items():  # fmt: skip
@@ -182,4 +182,5 @@ def test_a_visit_to_another_page_keeps_the_dataset_the_edits_and_the_settings(en
     assert at.session_state["playground_rows"] == edited
     assert at.radio(key="playground_constraints").value == "r" and at.number_input(key="playground_beam").value == 3
     assert not [w.value for w in at.warning if "changed since" in w.value]  # the output is the request's, not stale
+    assert at.query_params["records"] == service.records_to_param(records) and at.query_params["constraints"] == "r"
     assert sum('class="segviz-text"' in m.value for m in at.markdown) == 2

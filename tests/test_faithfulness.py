@@ -328,4 +328,19 @@ def test_an_attribute_without_rules_is_read_verbatim_in_the_check_and_the_segmen
     assert faithfulness.check("e2e", recs, "An Italian pub.").per_record[0].status == "missing"
     toks = ["the", "golden", "lantern", "is", "an", "italian", "pub", "in", "the", "riverside", "area", "."]
     segs = [[0, 5, 1], [5, 6, 3], [6, 8, 2], [8, 12, 0]]
-    assert [v.own for v in faithfulness.segment_verdicts("e2e", recs, toks, segs)][:3] == [True, True, True]
+    verdicts = faithfulness.segment_verdicts("e2e", recs, toks, segs)
+    assert [(v.own, v.verdict) for v in verdicts][:3] == [(True, "faithful")] * 3
+    # the other rules do not read the typed value again: "pizza" of dish[pizza] is no food ...
+    dish = [Record("name", "The Eagle"), Record("dish", "pizza")]
+    report = faithfulness.check("e2e", dish, "The Eagle serves pizza.")
+    assert [v.status for v in report.per_record] == ["realised", "realised"] and report.hallucinated == []
+    toks = ["the", "eagle", "serves", "pizza", "."]
+    assert [v.verdict for v in faithfulness.segment_verdicts("e2e", dish, toks, [[0, 3, 1], [3, 5, 2]])] == ["faithful"] * 2
+    # ... a venue typed under another attribute is no stray venue, and a value that is the name's stays the name's
+    next_to = [Record("name", "The Eagle"), Record("nextTo", "Blue Spice")]
+    report = faithfulness.check("e2e", next_to, "The Eagle is next to Blue Spice.")
+    assert [v.status for v in report.per_record] == ["realised", "realised"] and report.hallucinated == []
+    alias = [Record("name", "The Eagle"), Record("alias", "The Eagle"), Record("food", "Italian")]
+    toks = ["the", "eagle", "serves", "italian", "food", "."]
+    got = faithfulness.segment_verdicts("e2e", alias, toks, [[0, 3, 1], [3, 6, 3]])
+    assert [v.verdict for v in got] == ["faithful", "faithful"]

@@ -22,6 +22,7 @@ from segviz.faithfulness.e2e_rules import (  # noqa: F401 (E2E_VENUES is re-expo
     _SENTENCE,
     _STARS_LEVEL,
     _TOKEN,
+    E2E_ATTRIBUTES,
     E2E_VENUES,
 )
 from segviz.records import Record
@@ -169,8 +170,9 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     norm = normalise(text)
     input_attrs = {r.attribute for r in records}
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    venues = _find_venues(norm, names)
-    mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues])
+    verbatim = _verbatim_spans(records, norm)  # values of attributes without rules: said as typed
+    venues = [v for v in _find_venues(norm, names) if not _overlaps(v[1:], verbatim)]
+    mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim)
     by_attr: dict[str, list[_Mention]] = {}
     for m in mentions:
         by_attr.setdefault(m.attribute, []).append(m)
@@ -183,7 +185,7 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     for idx, r in enumerate(records):
         if r.attribute in ("name", "near"):
             verdict = _venue_verdict(r, norm, venues, stray)
-        elif r.attribute not in CHECKED_ATTRIBUTES:  # no rule for it: its value said verbatim
+        elif r.attribute not in E2E_ATTRIBUTES:  # no rule for it: its value said verbatim
             spans = _verbatim(r, norm)
             verdict = ("missing", "") if not spans else ("realised" if len(spans) == 1 else "repeated", norm[slice(*spans[0])])
         else:
@@ -217,7 +219,14 @@ def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str
     return ("repeated" if repeated else "realised"), evidence
 
 
-CHECKED_ATTRIBUTES = frozenset(("name", "near", "eatType", "food", "priceRange", "customer rating", "area", "familyFriendly"))
+def _verbatim_spans(records: list[Record], norm: str) -> list[tuple[int, int]]:
+    """Spans of ``norm`` saying the value of a record whose attribute has no rules (:func:`_verbatim`):
+    the other rules do not read them again ("pizza" of ``dish[pizza]`` is no food)."""
+    return [sp for r in records if r.attribute not in E2E_ATTRIBUTES for sp in _verbatim(r, norm)]
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(span[0] < e and s < span[1] for s, e in spans)
 
 
 def _verbatim(r: Record, norm: str) -> list[tuple[int, int]]:
@@ -262,12 +271,15 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     None for a value absent from the input (another level of an input slot, a slot not in the
     input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    venues = _find_venues(norm, names)
+    verbatim = _verbatim_spans(records, norm)
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
+    venues = [v for v in _find_venues(norm, names) if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
-    out += [ValueMention(s, e, i) for i, r in enumerate(records) if r.attribute not in CHECKED_ATTRIBUTES for s, e in _verbatim(r, norm)]
+    taken = {(m.start, m.end) for m in out}  # an unknown attribute's value that is the name's: the name's mention
+    out += [ValueMention(s, e, i) for i, r in enumerate(records) if r.attribute not in E2E_ATTRIBUTES
+            for s, e in _verbatim(r, norm) if (s, e) not in taken]  # fmt: skip
     slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records)}
-    for m in _slot_mentions(norm, [(s, e) for _, s, e in venues]):
+    for m in _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim):
         i, level = slot_of.get(m.attribute, (None, None))
         if m.level == level:
             out.append(ValueMention(m.start, m.end, i))
