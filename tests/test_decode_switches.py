@@ -553,3 +553,29 @@ def test_onward_keeps_a_value_that_begins_the_subject_from_being_said_again():
     plain, onward = gen(base), gen(base + "+onward")
     assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
     assert onward.text.lower().count("baku") == 2 and faithfulness.check("webnlg", recs, onward.text).errors == 0
+
+
+def test_plurals_read_an_entity_last_word_as_a_plural_or_demonym_like_the_checker():
+    """*plurals* (with *spellings*): "plants" is the "plant" of ``Flowering_plant`` and "indonesian"
+    the ``Indonesia`` of a value, as the WebNLG checker reads them; only for an entity's last
+    word ("flowering" gets no twin), never a word of the input itself, and nothing without it.
+    On the shipped checkpoint (tune half, K = 4) +RM said "The division of flowering plants is
+    flowering plants." (repeated); with it, "flowering plants" is said once."""
+    from segviz.decode.rules import spelling_twins
+
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("Poaceae", "class", "Monocotyledon"),
+        ("Poaceae", "division", "Flowering_plant"),
+        ("Poaceae", "order", "Commelinids"),
+        ("Ardmore_Airport_(New_Zealand)", "2nd_runway_SurfaceType", "Poaceae"),
+    ])  # fmt: skip
+    v = ck.vocab
+    phrases = [(v.stoi["flowering"], v.stoi["plant"]), (v.stoi["indonesia"],)]
+    twins = spelling_twins(v, [], phrases, plurals=True)
+    assert twins[v.stoi["plants"]] == v.stoi["plant"] and twins[v.stoi["indonesian"]] == v.stoi["indonesia"]
+    assert "floweringes" not in v.stoi and v.stoi["plants"] not in spelling_twins(v, [], phrases)
+    assert v.stoi["plant"] not in spelling_twins(v, [], [(v.stoi["plants"],), (v.stoi["plant"],)], plurals=True)
+    base = "auto+once+qualifiers+spellings+forms+echo+onward"
+    plain, plurals = gen(base), gen(base + "+plurals")
+    assert plain.text.lower().count("flowering plants") == 2 and faithfulness.check("webnlg", recs, plain.text).repeated == 1
+    assert plurals.text.lower().count("flowering plants") == 1 and faithfulness.check("webnlg", recs, plurals.text).errors == 0

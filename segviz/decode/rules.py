@@ -309,6 +309,7 @@ class ValueRules:
     forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said (echo: its forms too)
     echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
+    plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -341,7 +342,7 @@ class ValueRules:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings", "forms", "echo", "onward")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -349,11 +350,11 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False),
+    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
+    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
+    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
+    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
+    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
 }
 
 
@@ -381,7 +382,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     of ``French_language``, :func:`_value_forms`); ``echo`` (under r / rm / a plan) keeps a segment
     from saying a subject or value of the input twice (:func:`_echo_entries`); ``onward`` (with
     *once*) has a value that begins another entity of the input, said again, go on as that entity
-    (:func:`_onward_entry`). Chosen on the tuning half of dev
+    (:func:`_onward_entry`); ``plurals`` (with ``spellings``) reads an entity's last word said as a
+    plural or demonym as that word (:func:`spelling_twins`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
@@ -593,19 +595,28 @@ def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
     return out
 
 
-def spelling_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
+SUFFIXES = ("s", "es", "n", "an", "ian")  # rules.plurals: as the WebNLG checker reads an entity's last word
+
+
+def spelling_twins(vocab: Vocab, oov: list[str], phrases, plurals: bool = False) -> dict[int, int]:
     """``ValueRules.spellings``: id -> the id of the word of ``phrases`` (the input's values and
     subjects, extended-id sequences) it spells another way: the word without its accents
     ("gerard" for the "gérard" of ``Gérard_Larcher``) and the word with a possessive "'s" that the
     vocabulary holds as one word ("nasa's"). The mention rule and *once* read the tokens through
     it, so "nasa's Apollo 8" says ``NASA`` as the checker reads it (docs/design.md §6). A word of
     the input itself ("california's" of ``California's_11th_State_Assembly_district``) is never
-    read as another."""
+    read as another. With ``plurals`` (``rules.plurals``), also a phrase's last word with a suffix
+    of :data:`SUFFIXES` (a plural or a demonym: "plants" of ``Flowering_plant``, "indonesian" of
+    ``Indonesia``), as the checker reads an entity (``faithfulness.webnlg._variants``)."""
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
     own = {t for p in phrases for t in p}
+    last = {p[-1] for p in phrases if p} if plurals else set()
     out = {}
     for t in sorted(own):
-        for other in sorted({strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"} - {word(t)}):
+        others = {strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"}
+        if t in last and word(t)[-1:].isalpha():
+            others |= {word(t) + x for x in SUFFIXES}
+        for other in sorted(others - {word(t)}):
             if (i := _ext_id(vocab, oov, other)) is not None and i not in own:  # an input word is read as itself
                 out.setdefault(i, t)
     return out

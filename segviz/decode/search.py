@@ -373,7 +373,7 @@ class SegmentDecoder:
             forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             echo=_echo_entries(vocab, oov, records, rules, func) if level.no_repeat or planned else [],
             twins=_accent_twins(vocab, oov, list(named.values())),
-            spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records)) if rules and rules.spellings else {},
+            spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules and rules.spellings else {},
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
