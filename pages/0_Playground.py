@@ -88,10 +88,11 @@ with right:
     beam = st.number_input("Beam size", 1, 10, beam_default, key="playground_beam")
     go = st.button("Generate", type="primary", key="playground_generate")
 
-ss["playground_saved"] = (dataset, ss["playground_editor_version"], service.plain_rows(table.to_dict("records")))
+edited = table.to_dict("records")
+ss["playground_saved"] = (dataset, ss["playground_editor_version"], service.plain_rows(edited))
 parsed = None
 try:
-    parsed = service.records_from_rows(dataset, table.to_dict("records"))
+    parsed = service.records_from_rows(dataset, edited)
     ui.show_messages(parsed.warnings)
 except RecordError as e:
     ui.error(f"Invalid records: {e}")

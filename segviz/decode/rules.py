@@ -194,6 +194,19 @@ def _onward_entry(value: tuple, func: torch.Tensor, others: list[tuple], longer:
     return value, len(value), longer, others
 
 
+def _slot_forms(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[str, tuple[tuple | None, list[tuple]]]:
+    """Slot text (every subject and value of the input) -> its ids (None where the vocabulary and
+    the source cannot spell it) and its short forms' ids, spelt by its own words
+    (:func:`segviz.faithfulness.webnlg.short_form_prefixes`): what *forms* and *echo* read."""
+    from segviz.faithfulness.webnlg import short_form_prefixes
+
+    out = {}
+    for t in {t for r in records for t in (r.subject, r.value) if t}:
+        e = _spell(vocab, oov, _slot(t))
+        out[t] = (e, [e[:n] for n in short_form_prefixes(t, list(_slot(t))) if n] if e else [])
+    return out
+
+
 def _value_forms(
     vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, func: torch.Tensor
 ) -> dict[int, list[tuple]]:
@@ -209,23 +222,20 @@ def _value_forms(
     form again once said, the mention rule reads it as saying the record (docs/design.md §6)."""
     if not rules or not (rules.forms and rules.once):
         return {}
-    from segviz.faithfulness.webnlg import short_form_prefixes
-
-    slots = [t for r in records for t in (r.subject, r.value) if t]
-    spelt = {t: _spell(vocab, oov, _slot(t)) for t in set(slots)}
-    forms = {t: [e[:n] for n in short_form_prefixes(t, list(_slot(t)))] if (e := spelt[t]) else [] for t in set(slots)}
+    slot_forms = _slot_forms(vocab, oov, records)
+    spelt = {t: e for t, (e, _) in slot_forms.items()}
     yields: dict[tuple, set[str]] = {}  # a form or an entity's ids -> the slot texts that are or yield it
-    for t in set(slots):
-        for f in [*forms[t], *([spelt[t]] if spelt[t] else [])]:
+    for t, (e, forms) in slot_forms.items():
+        for f in [*forms, *([e] if e else [])]:
             yields.setdefault(f, set()).add(t)
-    held = [_slot(t) for t in slots]
+    held = [_slot(t) for r in records for t in (r.subject, r.value) if t]
     subjects = _subject_ids(vocab, oov, records) if rules.qualifiers else {}
     out = {}
     for k, r in enumerate(records, 1):
         if not specific_value(r) or held.count(_slot(r.value)) != 1:
             continue
         others = [e for t, e in spelt.items() if e and t != r.value]
-        for f in forms[r.value]:
+        for f in slot_forms[r.value][1]:
             longer = _longer({k: list(f)}, others)
             if rules.qualifiers:  # "Auburn, Washington" says Washington_(state)
                 longer = _qualified(longer, {k: list(f)}, vocab.stoi.get(","), subjects)
@@ -247,13 +257,9 @@ def _echo_entries(
     ``Japanese_language``, or a slot "Japanese" beside ``Japanese_people``) is left out."""
     if not rules or not rules.echo:
         return []
-    from segviz.faithfulness.webnlg import short_form_prefixes
-
-    family: dict[str, set[tuple]] = {}  # slot text -> its ids and (forms) its short forms' ids
-    for t in sorted({t for r in records for t in (r.subject, r.value) if t}):
-        if e := _spell(vocab, oov, _slot(t)):
-            cut = short_form_prefixes(t, list(_slot(t))) if rules.forms else []
-            family[t] = {e, *(e[:n] for n in cut if n)}
+    family = {  # slot text -> its ids and (forms) its short forms' ids
+        t: {e, *(forms if rules.forms else [])} for t, (e, forms) in _slot_forms(vocab, oov, records).items() if e
+    }
     out = []
     for t, phrases in family.items():
         others = [p for u, ps in family.items() if u != t for p in ps]
@@ -264,9 +270,14 @@ def _echo_entries(
     return out
 
 
+def _next_words(tokens: list[int], entities: list[tuple]) -> list[int]:
+    """The words that go on with one of ``entities`` whose beginning the tokens end with."""
+    return [e[j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)) if tuple(tokens[-j:]) == e[:j]]
+
+
 def _continues(tokens: list[int], v: int, entities: list[tuple]) -> bool:
     """Whether word ``v`` goes on with one of ``entities`` whose beginning the tokens end with."""
-    return any(e[j] == v and tuple(tokens[-j:]) == e[:j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)))
+    return v in _next_words(tokens, entities)
 
 
 def _mentioned_now(values: dict[int, list[int]], tokens: list[int]) -> frozenset:
@@ -349,12 +360,13 @@ VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"({', '.join(RULE_SWITCHES)}), e.g. auto+fillers (segviz.decode.value_rules); default: the "
     "checkpoint's, chosen on the tuning half (lexicon.json), else auto"
 )
+_OFF = dict.fromkeys(RULE_SWITCHES, False)
 _PRESETS = {  # preset -> ValueRules fields (None: only when a plan is forced)
-    "none": dict(names=False, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
-    "names": dict(names=True, absent=False, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
-    "absent": dict(names=True, absent=True, own=False, values=False, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
-    "auto": dict(names=True, absent=None, own=None, values=None, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
-    "all": dict(names=True, absent=True, own=True, values=True, fillers=False, paraphrases=False, stating=False, rerank=False, once=False, qualifiers=False, spellings=False, forms=False, echo=False, onward=False, plurals=False),
+    "none": _OFF,
+    "names": {**_OFF, "names": True},
+    "absent": {**_OFF, "names": True, "absent": True},
+    "auto": {**_OFF, "names": True, "absent": None, "own": None, "values": None},
+    "all": {**_OFF, "names": True, "absent": True, "own": True, "values": True},
 }
 
 

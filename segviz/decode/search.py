@@ -33,6 +33,7 @@ from segviz.decode.rules import (
     _inner_ids,
     _just_said,
     _mentioned_now,
+    _next_words,
     _owed_after,
     _own_mask,
     _phrases,
@@ -161,7 +162,7 @@ def _ends_inside(tokens: list[int], phrase: tuple, entities: list[tuple]) -> boo
 def _go_on(tokens: list[int], entities: list[tuple], row: torch.Tensor) -> None:
     """Leave in ``row`` (n_ext,) only the words that go on with one of ``entities`` whose
     beginning the tokens end with; the row as it was when the other rules ban them all."""
-    nxt = [e[j] for e in entities for j in range(1, min(len(e), len(tokens) + 1)) if tuple(tokens[-j:]) == e[:j]]
+    nxt = _next_words(tokens, entities)
     if not torch.isfinite(row[nxt]).any():  # no way on that the other rules allow: leave the row
         return
     keep = row[nxt].clone()

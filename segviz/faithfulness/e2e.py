@@ -170,7 +170,8 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     norm = normalise(text)
     input_attrs = {r.attribute for r in records}
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    verbatim = _verbatim_spans(records, norm)  # values of attributes without rules: said as typed
+    said = _verbatim_spans(records, norm)  # record index -> spans: values of attributes without rules, as typed
+    verbatim = [sp for spans in said.values() for sp in spans]
     venues = [v for v in _find_venues(norm, names) if not _overlaps(v[1:], verbatim)]
     mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim)
     by_attr: dict[str, list[_Mention]] = {}
@@ -185,8 +186,8 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     for idx, r in enumerate(records):
         if r.attribute in ("name", "near"):
             verdict = _venue_verdict(r, norm, venues, stray)
-        elif r.attribute not in E2E_ATTRIBUTES:  # no rule for it: its value said verbatim
-            spans = _verbatim(r, norm)
+        elif idx in said:  # no rule for its attribute: its value said verbatim
+            spans = said[idx]
             verdict = ("missing", "") if not spans else ("realised" if len(spans) == 1 else "repeated", norm[slice(*spans[0])])
         else:
             verdict = _slot_verdict(r, by_attr.get(r.attribute, []), norm)
@@ -219,10 +220,11 @@ def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str
     return ("repeated" if repeated else "realised"), evidence
 
 
-def _verbatim_spans(records: list[Record], norm: str) -> list[tuple[int, int]]:
-    """Spans of ``norm`` saying the value of a record whose attribute has no rules (:func:`_verbatim`):
-    the other rules do not read them again ("pizza" of ``dish[pizza]`` is no food)."""
-    return [sp for r in records if r.attribute not in E2E_ATTRIBUTES for sp in _verbatim(r, norm)]
+def _verbatim_spans(records: list[Record], norm: str) -> dict[int, list[tuple[int, int]]]:
+    """Record index -> the spans of ``norm`` saying its value word for word (:func:`_verbatim`),
+    for each record whose attribute has no rules; the other rules do not read those spans again
+    ("pizza" of ``dish[pizza]`` is no food)."""
+    return {i: _verbatim(r, norm) for i, r in enumerate(records) if r.attribute not in E2E_ATTRIBUTES}
 
 
 def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -271,13 +273,13 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     None for a value absent from the input (another level of an input slot, a slot not in the
     input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    verbatim = _verbatim_spans(records, norm)
+    said = _verbatim_spans(records, norm)
+    verbatim = [sp for spans in said.values() for sp in spans]
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
     venues = [v for v in _find_venues(norm, names) if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
     taken = {(m.start, m.end) for m in out}  # an unknown attribute's value that is the name's: the name's mention
-    out += [ValueMention(s, e, i) for i, r in enumerate(records) if r.attribute not in E2E_ATTRIBUTES
-            for s, e in _verbatim(r, norm) if (s, e) not in taken]  # fmt: skip
+    out += [ValueMention(s, e, i) for i, spans in said.items() for s, e in spans if (s, e) not in taken]
     slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records)}
     for m in _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim):
         i, level = slot_of.get(m.attribute, (None, None))
