@@ -21,9 +21,15 @@ from segviz.result import GenerationResult
 SEGMENT_FAULTS = ("absent value", "other record", "unrealised")
 
 
+def record_errors(dataset: str, records: list[Record], result: GenerationResult) -> int:
+    """Errors of the record-level checker in ``result`` (wrong, repeated, missing, hallucinated):
+    what the slot error rate counts; the ``free`` switch keeps a free text that has none."""
+    return faithfulness.check(dataset, records, result.text).errors
+
+
 def faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
     """Checker errors of ``result`` plus its segments that do not say their own record."""
-    n = faithfulness.check(dataset, records, result.text).errors
+    n = record_errors(dataset, records, result)
     if result.segments:
         verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
         n += sum(v.verdict in SEGMENT_FAULTS for v in verdicts)

@@ -4,6 +4,7 @@ and the ``preset+rule-rule`` syntax of :func:`segviz.decode.value_rules`."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 
@@ -161,6 +162,47 @@ def test_rerank_takes_the_first_candidate_with_fewest_faults():
     assert rerank("e2e", records, [also_good, good]) is also_good
     with pytest.raises(ValueError):
         rerank("e2e", records, [])
+
+
+def test_widen_searches_again_only_when_every_candidate_has_a_fault():
+    """``+rerank+widen``: a faultless n-best list is never widened; one where every candidate has a
+    fault gets the wider search's candidates after its own, and the checker picks among all."""
+    from segviz.decode.seg import _reranked
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    repeated = _result(records, [("The Eagle is a cheap pub", 1), ("that is cheap .", 3)])
+    good = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    calls = []
+
+    def wider():
+        calls.append(1)
+        return [repeated, good]  # the wider beam finds the first list's text again, and a clean one
+
+    rules = dataclasses.replace(value_rules("auto+rerank+widen"), dataset="e2e")
+    assert _reranked(rules, records, [good], wider) is good and calls == []
+    best = _reranked(rules, records, [repeated], wider)
+    assert best is good and calls == [1]
+    assert (best.scores["rerank_rank"], best.scores["rerank_widened"]) == (1, 2)  # the repeat dropped
+    no_widen = dataclasses.replace(rules, widen=False)
+    assert _reranked(no_widen, records, [repeated], wider) is repeated and calls == [1]
+
+
+def test_free_keeps_a_faultless_free_text_and_otherwise_the_constrained_pick():
+    """``+rerank+free``: a free text the record checker finds exact, labelled with the constraints
+    asked and marked (segment faults do not count against it); else the constrained pick."""
+    from segviz.decode.seg import _reranked
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    free_good = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    free_bad = _result(records, [("The Eagle", 1), ("is a pub .", 2)])  # the price left out
+    rm = dataclasses.replace(_result(records, [("The Eagle", 1), ("is a", None), ("pub", 2), ("with cheap food .", 3)]), constraints="rm")
+    rules = dataclasses.replace(value_rules("auto+rerank+free"), dataset="e2e")
+    kept = _reranked(rules, records, [rm], free=[free_bad, free_good])
+    assert kept.text == free_good.text and kept.constraints == "rm" and kept.scores["rerank_free"] is True
+    assert _reranked(rules, records, [rm], free=[free_bad]) is rm  # a free text with a record error is not kept
+    seg_fault = _result(records, [("The Eagle", 1), ("is a cheap", 2), ("pub .", 3)])  # segments off, text exact
+    assert _reranked(rules, records, [rm], free=[seg_fault]).text == seg_fault.text
+    assert _reranked(dataclasses.replace(rules, rerank=False), records, [rm], free=[free_good]) is rm
 
 
 def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):

@@ -161,8 +161,9 @@ def generate_pg(
     :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
     ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes; ``rules.rerank``
     as for :func:`~segviz.decode.seg.generate_seg`."""
-    from segviz.decode.seg import _reranked
+    from segviz.decode.seg import WIDEN, _reranked
 
     rules = options.get("rules")
     n = beam if rules is not None and rules.rerank else 1
-    return _reranked(rules, records, generate_pg_nbest(model, vocab, records, beam, n, **options))
+    ranked = generate_pg_nbest(model, vocab, records, beam, n, **options)
+    return _reranked(rules, records, ranked, lambda: generate_pg_nbest(model, vocab, records, WIDEN * beam, WIDEN * beam, **options))

@@ -3,8 +3,10 @@ n best (:func:`generate_seg_nbest`), and diverse structures (:func:`sample_struc
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -137,16 +139,49 @@ def generate_seg(
     rules = options.get("rules")
     n = beam if rules is not None and rules.rerank else 1
     ranked = generate_seg_nbest(model, vocab, records, constraints, beam, n, plan=plan, system=system, **options)
-    return _reranked(rules, records, ranked)
+    free = None
+    if n > 1 and rules.free and plan is None and constraint(constraints).name != "none":
+        free = generate_seg_nbest(model, vocab, records, "none", beam, n, system=system, **options)
+
+    def wider() -> list[GenerationResult]:
+        w = WIDEN * beam
+        return generate_seg_nbest(model, vocab, records, constraints, w, w, plan=plan, system=system, **options)
+
+    return _reranked(rules, records, ranked, wider, free)
 
 
-def _reranked(rules: ValueRules | None, records: list[Record], ranked: list[GenerationResult]) -> GenerationResult:
-    """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks."""
+WIDEN = 4  # ``widen``: the beam of the second search, as a multiple of the asked beam
+
+
+def _reranked(
+    rules: ValueRules | None,
+    records: list[Record],
+    ranked: list[GenerationResult],
+    wider: Callable[[], list[GenerationResult]] | None = None,
+    free: list[GenerationResult] | None = None,
+) -> GenerationResult:
+    """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks.
+    With ``rules.widen`` too, when every candidate has a fault, ``wider()`` (the n-best of a
+    ``WIDEN`` times wider beam) joins the list after them and the checker picks again. ``free``
+    (the unconstrained n-best, ``rules.free``): when the record checker finds a text of it exact,
+    the pick among those is returned, marked ``rerank_free`` and labelled with the constraints
+    asked (its segments may still be faulty: they are the free model's own)."""
     if rules is None or not rules.rerank:
         return ranked[0]
-    from segviz.rerank import rerank
+    from segviz.rerank import record_errors, rerank
 
-    return rerank(rules.dataset, records, ranked)
+    exact = [c for c in free or () if not record_errors(rules.dataset, records, c)]
+    if exact:
+        kept = rerank(rules.dataset, records, exact)
+        scores = {**kept.scores, "rerank_free": True}
+        return dataclasses.replace(kept, constraints=ranked[0].constraints, scores=scores)
+    best = rerank(rules.dataset, records, ranked)
+    if rules.widen and best.scores["rerank_faults"] and wider is not None:
+        texts = {c.text for c in ranked}
+        pool = ranked + [c for c in wider() if c.text not in texts]
+        best = rerank(rules.dataset, records, pool)
+        best.scores = {**best.scores, "rerank_widened": len(pool)}
+    return best
 
 
 def sample_structures(
