@@ -29,11 +29,15 @@ def record_errors(dataset: str, records: list[Record], result: GenerationResult)
 
 def faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
     """Checker errors of ``result`` plus its segments that do not say their own record."""
-    n = record_errors(dataset, records, result)
-    if result.segments:
-        verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
-        n += sum(v.verdict in SEGMENT_FAULTS for v in verdicts)
-    return n
+    return record_errors(dataset, records, result) + segment_faults(dataset, records, result)
+
+
+def segment_faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
+    """Segments of ``result`` that do not say their own record (:data:`SEGMENT_FAULTS`)."""
+    if not result.segments:
+        return 0
+    verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
+    return sum(v.verdict in SEGMENT_FAULTS for v in verdicts)
 
 
 def rerank(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult:
@@ -46,4 +50,19 @@ def rerank(dataset: str, records: list[Record], candidates: list[GenerationResul
     i = min(range(len(candidates)), key=lambda j: (counts[j], j))
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
+    return best
+
+
+def keep_exact(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult | None:
+    """The ``free`` switch: the first of ``candidates`` with no record error and, among those, the
+    fewest faults (segments that do not say their record); None when every one has a record error.
+    Its ``scores`` say its rank in ``candidates`` (``rerank_rank``) and its faults."""
+    errors = [record_errors(dataset, records, c) for c in candidates]
+    exact = [i for i, e in enumerate(errors) if e == 0]
+    if not exact:
+        return None
+    counts = {i: segment_faults(dataset, records, candidates[i]) for i in exact}
+    i = min(exact, key=lambda j: (counts[j], j))
+    best = candidates[i]
+    best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i]}
     return best

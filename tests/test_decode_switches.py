@@ -187,22 +187,67 @@ def test_widen_searches_again_only_when_every_candidate_has_a_fault():
     assert _reranked(no_widen, records, [repeated], wider) is repeated and calls == [1]
 
 
-def test_free_keeps_a_faultless_free_text_and_otherwise_the_constrained_pick():
-    """``+rerank+free``: a free text the record checker finds exact, labelled with the constraints
-    asked and marked (segment faults do not count against it); else the constrained pick."""
-    from segviz.decode.seg import _reranked
+def test_free_keeps_an_exact_free_text_and_otherwise_none():
+    """``+rerank+free``: of the free n-best, a text the record checker finds exact (fewest segment
+    faults first, then the model's order), labelled with the constraints asked and marked;
+    None (the constrained pick decides) when every one has a record error."""
+    from segviz.decode.seg import _free_pick
 
     records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
     free_good = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
     free_bad = _result(records, [("The Eagle", 1), ("is a pub .", 2)])  # the price left out
-    rm = dataclasses.replace(_result(records, [("The Eagle", 1), ("is a", None), ("pub", 2), ("with cheap food .", 3)]), constraints="rm")
-    rules = dataclasses.replace(value_rules("auto+rerank+free"), dataset="e2e")
-    kept = _reranked(rules, records, [rm], free=[free_bad, free_good])
-    assert kept.text == free_good.text and kept.constraints == "rm" and kept.scores["rerank_free"] is True
-    assert _reranked(rules, records, [rm], free=[free_bad]) is rm  # a free text with a record error is not kept
     seg_fault = _result(records, [("The Eagle", 1), ("is a cheap", 2), ("pub .", 3)])  # segments off, text exact
-    assert _reranked(rules, records, [rm], free=[seg_fault]).text == seg_fault.text
-    assert _reranked(dataclasses.replace(rules, rerank=False), records, [rm], free=[free_good]) is rm
+    rules = dataclasses.replace(value_rules("auto+rerank+free"), dataset="e2e")
+    kept = _free_pick(rules, records, [free_bad, seg_fault, free_good], "rm")
+    assert kept.text == free_good.text and kept.constraints == "rm"
+    assert (kept.scores["rerank_free"], kept.scores["rerank_rank"], kept.scores["rerank_faults"]) == (True, 2, 0)
+    assert _free_pick(rules, records, [free_bad], "rm") is None
+    assert _free_pick(rules, records, [free_bad, seg_fault], "rm").text == seg_fault.text  # exact, segments aside
+
+
+def test_generate_seg_decodes_the_free_list_only_when_free_applies(monkeypatch):
+    """Which searches ``generate_seg`` runs: one without ``rerank``; with ``+rerank+free`` the
+    free n-best first (at beam 1 too, without the caller's content rule) and the constrained one
+    only when no free text is exact; never the free one under a plan or with constraints "none"."""
+    from segviz.decode import seg as seg_decode
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    exact = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    missing = _result(records, [("The Eagle", 1), ("is a pub .", 2)])
+    calls, free_text = [], {}
+
+    def nbest(model, vocab, recs, constraints, beam, n, *, plan=None, system="seg", **options):
+        calls.append((constraints, beam, n, plan, "content_rule" in options))
+        return [dataclasses.replace(free_text.get(constraints, exact), constraints=constraints)]
+
+    monkeypatch.setattr(seg_decode, "generate_seg_nbest", nbest)
+    rules = dataclasses.replace(value_rules("auto+rerank+free"), dataset="e2e")
+    res = seg_decode.generate_seg(None, None, records, "rm", 1, rules=rules, content_rule=True)
+    assert calls == [("none", 1, 1, None, False)] and res.constraints == "rm" and res.scores["rerank_free"]
+    calls.clear()
+    free_text["none"] = missing  # no free text is exact: the constrained search decides
+    res = seg_decode.generate_seg(None, None, records, "rm", 5, rules=rules)
+    assert calls == [("none", 5, 5, None, False), ("rm", 5, 5, None, False)] and "rerank_free" not in res.scores
+    for constraints, plan in (("rm", [3, 2, 1]), ("none", None)):
+        calls.clear()
+        seg_decode.generate_seg(None, None, records, constraints, 5, plan=plan, rules=rules)
+        assert calls == [(constraints, 5, 5, plan, False)]
+    calls.clear()
+    seg_decode.generate_seg(None, None, records, "rm", 5, rules=dataclasses.replace(rules, rerank=False))
+    assert calls == [("rm", 5, 1, None, False)]
+
+
+def test_widen_leaves_a_fallback_list_alone_and_keeps_a_wider_fallback_out():
+    from segviz.decode.seg import _reranked
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    missing = _result(records, [("The Eagle", 1), ("is a pub .", 2)])
+    exact = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    fell_back = dataclasses.replace(exact, fallback_used=True)
+    rules = dataclasses.replace(value_rules("auto+rerank+widen"), dataset="e2e")
+    assert _reranked(rules, records, [missing], lambda: [fell_back]).text == missing.text
+    assert _reranked(rules, records, [dataclasses.replace(missing, fallback_used=True)], lambda: [exact]).text == missing.text
+    assert _reranked(rules, records, [missing], lambda: [exact]).text == exact.text
 
 
 def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):

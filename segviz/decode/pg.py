@@ -160,10 +160,11 @@ def generate_pg(
     ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
     :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
     ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes; ``rules.rerank``
-    as for :func:`~segviz.decode.seg.generate_seg`."""
+    and ``rules.widen`` as for :func:`~segviz.decode.seg.generate_seg` (``free`` does nothing here)."""
     from segviz.decode.seg import WIDEN, _reranked
 
     rules = options.get("rules")
     n = beam if rules is not None and rules.rerank else 1
     ranked = generate_pg_nbest(model, vocab, records, beam, n, **options)
-    return _reranked(rules, records, ranked, lambda: generate_pg_nbest(model, vocab, records, WIDEN * beam, WIDEN * beam, **options))
+    w = WIDEN * beam
+    return _reranked(rules, records, ranked, lambda: generate_pg_nbest(model, vocab, records, w, w, **options))

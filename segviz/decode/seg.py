@@ -135,22 +135,44 @@ def generate_seg(
     the first of :func:`generate_seg_nbest`, whose keyword ``options`` (``length_penalty``,
     ``max_len``, ``no_repeat_ngram``, ``content_rule``, ``mentions``, ``rules``) and defaults it
     takes (content and mention rules on with r/rm, no value rules). With ``rules.rerank`` the
-    ``beam`` best are reranked by the checker (:func:`segviz.rerank.rerank`)."""
+    ``beam`` best are reranked by the checker (:func:`segviz.rerank.rerank`), with ``rules.widen``
+    a wider search joins them when every one has a fault (:func:`_reranked`), and with
+    ``rules.free`` (r / rm, no plan) a free text the record checker finds exact comes first
+    (:func:`_free_pick`); ``elapsed_ms`` then counts every search."""
     rules = options.get("rules")
-    n = beam if rules is not None and rules.rerank else 1
-    ranked = generate_seg_nbest(model, vocab, records, constraints, beam, n, plan=plan, system=system, **options)
-    free = None
-    if n > 1 and rules.free and plan is None and constraint(constraints).name != "none":
-        free = generate_seg_nbest(model, vocab, records, "none", beam, n, system=system, **options)
+    if rules is None or not rules.rerank:
+        return generate_seg_nbest(model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options)[0]
+    t0 = time.perf_counter()
 
-    def wider() -> list[GenerationResult]:
-        w = WIDEN * beam
-        return generate_seg_nbest(model, vocab, records, constraints, w, w, plan=plan, system=system, **options)
+    def search(width: int) -> list[GenerationResult]:
+        return generate_seg_nbest(model, vocab, records, constraints, width, width, plan=plan, system=system, **options)
 
-    return _reranked(rules, records, ranked, wider, free)
+    best = None
+    if rules.free and plan is None and constraint(constraints).name != "none":
+        free_options = {k: v for k, v in options.items() if k not in _RULE_OPTIONS}
+        free = generate_seg_nbest(model, vocab, records, "none", beam, beam, system=system, **free_options)
+        best = _free_pick(rules, records, free, constraint(constraints).name)
+    if best is None:
+        best = _reranked(rules, records, search(beam), lambda: search(WIDEN * beam))
+    return dataclasses.replace(best, elapsed_ms=(time.perf_counter() - t0) * 1000)
 
 
 WIDEN = 4  # ``widen``: the beam of the second search, as a multiple of the asked beam
+_RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search takes and the free one not
+
+
+def _free_pick(
+    rules: ValueRules, records: list[Record], free: list[GenerationResult], label: str
+) -> GenerationResult | None:
+    """``rules.free``: of the unconstrained n-best ``free``, the text :func:`segviz.rerank.keep_exact`
+    keeps (no record error, then fewest faults), marked ``rerank_free`` and labelled with the
+    constraints asked (``label``); None when none is exact. Its segments are the free model's own."""
+    from segviz.rerank import keep_exact
+
+    kept = keep_exact(rules.dataset, records, free)
+    if kept is None:
+        return None
+    return dataclasses.replace(kept, constraints=label, scores={**kept.scores, "rerank_free": True})
 
 
 def _reranked(
@@ -158,27 +180,20 @@ def _reranked(
     records: list[Record],
     ranked: list[GenerationResult],
     wider: Callable[[], list[GenerationResult]] | None = None,
-    free: list[GenerationResult] | None = None,
 ) -> GenerationResult:
     """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks.
     With ``rules.widen`` too, when every candidate has a fault, ``wider()`` (the n-best of a
-    ``WIDEN`` times wider beam) joins the list after them and the checker picks again. ``free``
-    (the unconstrained n-best, ``rules.free``): when the record checker finds a text of it exact,
-    the pick among those is returned, marked ``rerank_free`` and labelled with the constraints
-    asked (its segments may still be faulty: they are the free model's own)."""
+    ``WIDEN`` times wider beam) joins the list after them and the checker picks again; not when
+    ``ranked`` is already a fallback (its wider tries failed), and a fallback of the wider search
+    does not join a list that met the constraints."""
     if rules is None or not rules.rerank:
         return ranked[0]
-    from segviz.rerank import record_errors, rerank
+    from segviz.rerank import rerank
 
-    exact = [c for c in free or () if not record_errors(rules.dataset, records, c)]
-    if exact:
-        kept = rerank(rules.dataset, records, exact)
-        scores = {**kept.scores, "rerank_free": True}
-        return dataclasses.replace(kept, constraints=ranked[0].constraints, scores=scores)
     best = rerank(rules.dataset, records, ranked)
-    if rules.widen and best.scores["rerank_faults"] and wider is not None:
+    if rules.widen and best.scores["rerank_faults"] and wider is not None and not ranked[0].fallback_used:
         texts = {c.text for c in ranked}
-        pool = ranked + [c for c in wider() if c.text not in texts]
+        pool = ranked + [c for c in wider() if c.text not in texts and not c.fallback_used]
         best = rerank(rules.dataset, records, pool)
         best.scores = {**best.scores, "rerank_widened": len(pool)}
     return best
