@@ -52,17 +52,3 @@ def rerank(dataset: str, records: list[Record], candidates: list[GenerationResul
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
     return best
 
-
-def keep_exact(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult | None:
-    """The ``free`` switch: the first of ``candidates`` with no record error and, among those, the
-    fewest faults (segments that do not say their record); None when every one has a record error.
-    Its ``scores`` say its rank in ``candidates`` (``rerank_rank``) and its faults."""
-    errors = [record_errors(dataset, records, c) for c in candidates]
-    exact = [i for i, e in enumerate(errors) if e == 0]
-    if not exact:
-        return None
-    counts = {i: segment_faults(dataset, records, candidates[i]) for i in exact}
-    i = min(exact, key=lambda j: (counts[j], j))
-    best = candidates[i]
-    best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i]}
-    return best

@@ -188,9 +188,9 @@ def test_widen_searches_again_only_when_every_candidate_has_a_fault():
 
 
 def test_free_keeps_an_exact_free_text_and_otherwise_none():
-    """``+rerank+free``: of the free n-best, a text the record checker finds exact (fewest segment
-    faults first, then the model's order), labelled with the constraints asked and marked;
-    None (the constrained pick decides) when every one has a record error."""
+    """``+rerank+free``: the unconstrained output, when the record checker finds it exact (its
+    segments aside), labelled with the constraints asked and marked; None (the constrained pick
+    decides) when it has a record error."""
     from segviz.decode.seg import _free_pick
 
     records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
@@ -198,17 +198,17 @@ def test_free_keeps_an_exact_free_text_and_otherwise_none():
     free_bad = _result(records, [("The Eagle", 1), ("is a pub .", 2)])  # the price left out
     seg_fault = _result(records, [("The Eagle", 1), ("is a cheap", 2), ("pub .", 3)])  # segments off, text exact
     rules = dataclasses.replace(value_rules("auto+rerank+free"), dataset="e2e")
-    kept = _free_pick(rules, records, [free_bad, seg_fault, free_good], "rm")
-    assert kept.text == free_good.text and kept.constraints == "rm"
-    assert (kept.scores["rerank_free"], kept.scores["rerank_rank"], kept.scores["rerank_faults"]) == (True, 2, 0)
-    assert _free_pick(rules, records, [free_bad], "rm") is None
-    assert _free_pick(rules, records, [free_bad, seg_fault], "rm").text == seg_fault.text  # exact, segments aside
+    kept = _free_pick(rules, records, free_good, "rm")
+    assert kept.text == free_good.text and kept.constraints == "rm" and kept.scores["rerank_free"] is True
+    assert free_good.constraints is None and "rerank_free" not in free_good.scores  # a copy is marked
+    assert _free_pick(rules, records, free_bad, "rm") is None
+    assert _free_pick(rules, records, seg_fault, "rm").text == seg_fault.text
 
 
 def test_generate_seg_decodes_the_free_list_only_when_free_applies(monkeypatch):
     """Which searches ``generate_seg`` runs: one without ``rerank``; with ``+rerank+free`` the
-    free n-best first (at beam 1 too, without the caller's content rule) and the constrained one
-    only when no free text is exact; never the free one under a plan or with constraints "none"."""
+    free one first (at beam 1 too, without the caller's content rule) and the constrained one
+    only when the free output is not exact; never the free one under a plan or with "none"."""
     from segviz.decode import seg as seg_decode
 
     records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")

@@ -137,8 +137,8 @@ def generate_seg(
     takes (content and mention rules on with r/rm, no value rules). With ``rules.rerank`` the
     ``beam`` best are reranked by the checker (:func:`segviz.rerank.rerank`), with ``rules.widen``
     a wider search joins them when every one has a fault (:func:`_reranked`), and with
-    ``rules.free`` (r / rm, no plan) a free text the record checker finds exact comes first
-    (:func:`_free_pick`); ``elapsed_ms`` then counts every search."""
+    ``rules.free`` (r / rm, no plan) the unconstrained output is kept when the record checker
+    finds it exact (:func:`_free_pick`); ``elapsed_ms`` then counts every search."""
     rules = options.get("rules")
     if rules is None or not rules.rerank:
         return generate_seg_nbest(model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options)[0]
@@ -150,8 +150,8 @@ def generate_seg(
     best = None
     if rules.free and plan is None and constraint(constraints).name != "none":
         free_options = {k: v for k, v in options.items() if k not in _RULE_OPTIONS}
-        free = generate_seg_nbest(model, vocab, records, "none", beam, beam, system=system, **free_options)
-        best = _free_pick(rules, records, free, constraint(constraints).name)
+        own = generate_seg(model, vocab, records, "none", beam, system=system, **free_options)
+        best = _free_pick(rules, records, own, constraint(constraints).name)
     if best is None:
         best = _reranked(rules, records, search(beam), lambda: search(WIDEN * beam))
     return dataclasses.replace(best, elapsed_ms=(time.perf_counter() - t0) * 1000)
@@ -161,18 +161,15 @@ WIDEN = 4  # ``widen``: the beam of the second search, as a multiple of the aske
 _RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search takes and the free one not
 
 
-def _free_pick(
-    rules: ValueRules, records: list[Record], free: list[GenerationResult], label: str
-) -> GenerationResult | None:
-    """``rules.free``: of the unconstrained n-best ``free``, the text :func:`segviz.rerank.keep_exact`
-    keeps (no record error, then fewest faults), marked ``rerank_free`` and labelled with the
-    constraints asked (``label``); None when none is exact. Its segments are the free model's own."""
-    from segviz.rerank import keep_exact
+def _free_pick(rules: ValueRules, records: list[Record], own: GenerationResult, label: str) -> GenerationResult | None:
+    """``rules.free``: ``own``, the unconstrained output under the same rules (reranked, widened),
+    when the record checker finds it exact: marked ``rerank_free`` and labelled with the
+    constraints asked (``label``); None otherwise. Its segments are the free model's own."""
+    from segviz.rerank import record_errors
 
-    kept = keep_exact(rules.dataset, records, free)
-    if kept is None:
+    if record_errors(rules.dataset, records, own):
         return None
-    return dataclasses.replace(kept, constraints=label, scores={**kept.scores, "rerank_free": True})
+    return dataclasses.replace(own, constraints=label, scores={**own.scores, "rerank_free": True})
 
 
 def _reranked(
