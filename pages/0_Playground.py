@@ -1,8 +1,8 @@
 """Playground: enter records, generate with the segment model and the PG baseline side by side.
 
 Thin page (docs/design.md §4): widgets -> one cached ``segviz.service`` call -> render. The request
-(dataset, records, constraints, beam) is written to the URL on Generate, so a link reproduces
-the view. Served as the first page of ``streamlit run app.py``.
+(dataset, records, constraints, beam, checker-guided) is written to the URL on Generate, so a link
+reproduces the view. Served as the first page of ``streamlit run app.py``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ if ss.get("playground_rows_dataset") != dataset:
             ss["playground_link_error"] = f"The link's records could not be read, so nothing was generated: {e}"
             qp.pop("records", None)
     elif not first_load:  # dataset switched: the old request does not apply
-        for name in ("records", "constraints", "beam"):
+        for name in ("records", "constraints", "beam", "guided"):
             qp.pop(name, None)
         ss.pop("playground_request", None)
     _set_rows(rows)
@@ -63,6 +63,8 @@ version = ss["playground_editor_version"]
 if saved and saved[:2] == (dataset, version) and f"playground_editor_{version}" not in ss and saved[2] != ss["playground_rows"]:
     _set_rows(saved[2])
 last = ss.get("playground_request")
+if last and len(last) == 4:  # a request from before the checker-guided option
+    last = ss["playground_request"] = (*last, False)
 last = last if last and last[0] == dataset else None  # the last request's settings, when the URL has none
 
 dev, dev_msg = ui.dev_inputs(dataset)
@@ -86,6 +88,13 @@ with right:
     except ValueError:
         beam_default = 5
     beam = st.number_input("Beam size", 1, 10, beam_default, key="playground_beam")
+    guided_default = qp.get("guided") == "1" if "guided" in qp else bool(last and last[4])
+    guided = st.checkbox(
+        "Checker-guided", guided_default, key="playground_guided",
+        help="A separate setting, not the paper's decoding: the automatic checker picks among the beam's texts, "
+        "searches again with a wider beam when every one has a fault, and keeps the unconstrained text "
+        "when it already states every record exactly (README, \"Checker-guided decoding\").",
+    )
     go = st.button("Generate", type="primary", key="playground_generate")
 
 edited = table.to_dict("records")
@@ -99,15 +108,15 @@ except RecordError as e:
 
 if go and parsed is not None:
     param = service.records_to_param(parsed.records)
-    ss["playground_request"] = (dataset, param, constraints, int(beam))
-    qp.update({"dataset": dataset, "records": param, "constraints": constraints, "beam": str(int(beam))})
+    ss["playground_request"] = (dataset, param, constraints, int(beam), guided)
+    qp.update({"dataset": dataset, "records": param, "constraints": constraints, "beam": str(int(beam)), "guided": str(int(guided))})
 elif "playground_request" not in ss and qp.get("records") and parsed is not None:
     # a deep link: reproduce the linked view without a click
-    ss["playground_request"] = (dataset, service.records_to_param(parsed.records), constraints, int(beam))
+    ss["playground_request"] = (dataset, service.records_to_param(parsed.records), constraints, int(beam), guided)
 
 request = ss.get("playground_request")
 if request is not None and request[0] == dataset and not qp.get("records"):  # back from another page: the link again
-    qp.update({"records": request[1], "constraints": request[2], "beam": str(request[3])})
+    qp.update({"records": request[1], "constraints": request[2], "beam": str(request[3]), "guided": str(int(request[4]))})
 if request is None or request[0] != dataset:
     st.info("Edit the records and press **Generate**.")
     st.stop()
@@ -115,14 +124,15 @@ if request is None or request[0] != dataset:
 seg_key = ui.checkpoint_key(dataset, "seg")
 cmp = ui.compare(*request, seg_key, ui.checkpoint_key(dataset, "pg"))
 ui.show_messages(cmp.warnings)
-current = (dataset, service.records_to_param(parsed.records), constraints, int(beam)) if parsed is not None else None
+current = (dataset, service.records_to_param(parsed.records), constraints, int(beam), guided) if parsed is not None else None
 stale = current != tuple(request)
 if stale:
     st.warning(
         "The records or settings have changed since this output was generated: it is greyed out. "
         "Press **Generate** to update it."
     )
-st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam} · {len(cmp.records)} records")
+guided_note = " · checker-guided" if cmp.guided else ""
+st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam}{guided_note} · {len(cmp.records)} records")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
 picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}
@@ -213,7 +223,7 @@ for col, (system, view) in zip(cols, views.items(), strict=False):
 
 st.download_button(
     "Export this case (JSON)",
-    service.case_json(dataset, cmp.records, [cmp.seg, cmp.pg], constraints=cmp.constraints, beam=cmp.beam),
+    service.case_json(dataset, cmp.records, [cmp.seg, cmp.pg], constraints=cmp.constraints, beam=cmp.beam, guided=cmp.guided),
     file_name="segviz-case.json", mime="application/json", key="playground_export",
     help="Records, settings, both texts with their segments, attention and verdicts.",
 )

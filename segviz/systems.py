@@ -96,6 +96,7 @@ class Comparison:
     seg: SystemView
     pg: SystemView
     warnings: list[str] = field(default_factory=list)
+    guided: bool = False  # checker-guided decoding (decode.GUIDED: rerank, widen, free)
 
 
 @contextmanager
@@ -133,17 +134,22 @@ def cased_tokens(text: str, tokens: Sequence[str]) -> list[str] | None:
     return cased
 
 
-def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None) -> SystemView:
+def _rules(c: Checkpoint, guided: bool):
+    """``c``'s own decoding rules, with the checker-guided switches (:data:`decode.GUIDED`) if asked."""
+    return c.rules(decode.guided_rules(c.default_rules) if guided else None)
+
+
+def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None, guided=False) -> SystemView:
     if seg is None:
         return SystemView("seg", error=missing_message(dataset, "seg"))
-    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=seg.rules())
+    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=_rules(seg, guided))
     return _check(dataset, records, SystemView("seg", res), "as decoded")
 
 
-def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam) -> SystemView:
+def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam, guided=False) -> SystemView:
     if pg is None:
         return SystemView("pg", error=missing_message(dataset, "pg"))
-    res = decode.generate_pg(pg.model, pg.vocab, records, beam, rules=pg.rules())
+    res = decode.generate_pg(pg.model, pg.vocab, records, beam, rules=_rules(pg, guided))
     if seg is not None:  # PG has no segments of its own: the segment model aligns its text
         decode.align_result(res, seg.model, seg.vocab, records)
     return _check(dataset, records, SystemView("pg", res), "forced alignment")
@@ -156,18 +162,20 @@ def compare(
     pg: Checkpoint | None,
     constraints: str = "rm",
     beam: int = 5,
+    guided: bool = False,
 ) -> Comparison:
     """Both systems on ``records``: texts, segments (PG's by forced alignment), attention and
-    per-record verdicts. A missing checkpoint yields a :class:`SystemView` with ``error`` set."""
+    per-record verdicts. A missing checkpoint yields a :class:`SystemView` with ``error`` set.
+    ``guided``: each model's own rules plus the checker-guided switches (:data:`decode.GUIDED`)."""
     if constraints not in decode.CONSTRAINTS:
         raise ValueError(f"constraints must be one of {decode.CONSTRAINTS}")
     if not 1 <= beam <= 20:
         raise ValueError("beam size must be between 1 and 20")
     warnings = unknown_words_warning(seg or pg, records)
     with _threads(1):
-        seg_view = _run_seg(dataset, records, seg, constraints, beam)
-        pg_view = _run_pg(dataset, records, pg, seg, beam)
-    return Comparison(dataset, list(records), constraints, beam, seg_view, pg_view, warnings)
+        seg_view = _run_seg(dataset, records, seg, constraints, beam, guided=guided)
+        pg_view = _run_pg(dataset, records, pg, seg, beam, guided=guided)
+    return Comparison(dataset, list(records), constraints, beam, seg_view, pg_view, warnings, guided)
 
 
 

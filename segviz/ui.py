@@ -109,11 +109,13 @@ def sidebar() -> dict:
 
 
 @st.cache_data(show_spinner="Generating with both models…", max_entries=128)
-def compare(dataset: str, records_param: str, constraints: str, beam: int, seg_key, pg_key) -> service.Comparison:
+def compare(
+    dataset: str, records_param: str, constraints: str, beam: int, guided: bool, seg_key, pg_key
+) -> service.Comparison:
     """:func:`segviz.service.compare`, cached by request and checkpoint versions."""
     records = service.records_from_param(dataset, records_param)
     (seg, seg_error), (pg, pg_error) = _load(seg_key, dataset, "seg"), _load(pg_key, dataset, "pg")
-    cmp = service.compare(dataset, records, seg, pg, constraints, beam)
+    cmp = service.compare(dataset, records, seg, pg, constraints, beam, guided)
     _explain({"seg": cmp.seg, "pg": cmp.pg}, {"seg": seg_error, "pg": pg_error})
     return cmp
 
@@ -155,7 +157,7 @@ def _posterior_spec(dataset: str, records_param: str, tokens: tuple[str, ...], c
 @st.cache_data(show_spinner=False, max_entries=128)
 def attention_spec(request: tuple, seg_key, pg_key, system: str) -> dict | None:
     """The Playground's attention heatmap of ``system`` ("seg" / "pg") for ``request`` (dataset, records, constraints,
-    beam) as a Vega-Lite spec, both systems on one colour scale; built once per output (unvalidated: fixed code)."""
+    beam, guided) as a Vega-Lite spec, both systems on one colour scale; built once per output (unvalidated: fixed code)."""
     cmp = compare(*request, seg_key, pg_key)
     view = cmp.seg if system == "seg" else cmp.pg
     if view.result is None or not view.result.attention:

@@ -95,6 +95,20 @@ def test_deep_link_reproduces_view(env):
     assert len(blocks) == 2 and blocks[0].count("data-t=") == len(exp.seg.result.tokens)
 
 
+def test_checker_guided_option_reaches_the_url_and_the_caption(env):
+    records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
+    at = _app()
+    at.checkbox(key="playground_guided").check()
+    _generate(at)
+    assert at.query_params["guided"] == "1" and at.session_state["playground_request"][4] is True
+    assert any("checker-guided" in c.value for c in at.caption)
+    at2 = AppTest.from_file(APP, default_timeout=120)  # the link brings the option back
+    at2.query_params.update({"dataset": "e2e", "records": service.records_to_param(records), "guided": "1"})
+    at2.run()
+    assert not at2.exception and at2.checkbox(key="playground_guided").value is True
+    assert any("checker-guided" in c.value for c in at2.caption)
+
+
 def test_example_picker_loads_rows(env):
     at = _app()
     at.selectbox(key="playground_example").set_value("Blue Heron Café (6 slots)").run()

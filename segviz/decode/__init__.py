@@ -45,12 +45,14 @@ from segviz.decode.pg import generate_pg, generate_pg_nbest
 from segviz.decode.rules import (
     DEFAULT_VALUE_RULES,
     FUNCTION_WORDS,
+    GUIDED,
     RULE_SWITCHES,
     VALUE_RULES,
     VALUE_RULES_HELP,
     ValueRules,
     _absent_ids,
     _own_mask,
+    guided_rules,
     is_function_word,
     parse_value_rules,
     repeated_ngram_ends,
@@ -63,7 +65,7 @@ from segviz.result import GenerationResult
 
 __all__ = [
     "CONSTRAINTS", "CONSTRAINT_LABELS", "Constraint", "NO_REPEAT_NGRAM", "align_result", "force_align", "generate_pg",
-    "generate_pg_nbest", "DEFAULT_VALUE_RULES", "FUNCTION_WORDS", "RULE_SWITCHES", "VALUE_RULES", "VALUE_RULES_HELP", "parse_value_rules", "ValueRules", "_absent_ids",
+    "generate_pg_nbest", "DEFAULT_VALUE_RULES", "FUNCTION_WORDS", "GUIDED", "guided_rules", "RULE_SWITCHES", "VALUE_RULES", "VALUE_RULES_HELP", "parse_value_rules", "ValueRules", "_absent_ids",
     "_own_mask", "is_function_word", "repeated_ngram_ends", "specific_value", "value_rules", "SegmentDecoder",
     "generate_seg", "generate_seg_nbest", "sample_structures", "GenerationResult",
 ]  # fmt: skip

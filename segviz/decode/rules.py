@@ -354,6 +354,16 @@ class ValueRules:
         return self.value_bigrams.get(word, frozenset()).union(*(self.attribute_words[a] for a in attrs))
 
 
+GUIDED = "+rerank+widen+free"  # the checker-guided setting (the app's "Checker-guided" option)
+
+
+def guided_rules(name: str | None) -> str:
+    """The value rules ``name`` (None: :data:`DEFAULT_VALUE_RULES`) with the checker-guided
+    switches :data:`GUIDED`: the checker reranks the n-best (``rerank``), a wider search joins
+    when every candidate has a fault (``widen``), and an exact free text is kept (``free``)."""
+    return (name or DEFAULT_VALUE_RULES) + GUIDED
+
+
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
 RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
