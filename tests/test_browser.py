@@ -7,6 +7,7 @@ checkpoints; the screenshot test uses ``checkpoints/`` when the trained models a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -162,11 +163,11 @@ def test_webnlg_and_its_output_survive_a_visit_to_the_plan_editor(page, server):
     page.get_by_role("link", name="Plan editor").click()
     page.get_by_text(records[0].label, exact=False).first.wait_for()
     _idle(page)
-    assert "dataset=webnlg" in page.url
+    page.wait_for_url(re.compile(r"dataset=webnlg"))  # Streamlit writes the URL after the page has drawn
     page.get_by_role("link", name="Playground").click()
     page.locator(".segviz-text").nth(1).wait_for()  # the WebNLG output is still there
     _idle(page)
-    assert "dataset=webnlg" in page.url
+    page.wait_for_url(re.compile(r"dataset=webnlg"))
 
 
 def test_playground_name_posterior_view_and_segment_click(page, server):
