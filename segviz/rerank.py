@@ -29,15 +29,11 @@ def record_errors(dataset: str, records: list[Record], result: GenerationResult)
 
 def faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
     """Checker errors of ``result`` plus its segments that do not say their own record."""
-    return record_errors(dataset, records, result) + segment_faults(dataset, records, result)
-
-
-def segment_faults(dataset: str, records: list[Record], result: GenerationResult) -> int:
-    """Segments of ``result`` that do not say their own record (:data:`SEGMENT_FAULTS`)."""
-    if not result.segments:
-        return 0
-    verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
-    return sum(v.verdict in SEGMENT_FAULTS for v in verdicts)
+    n = record_errors(dataset, records, result)
+    if result.segments:
+        verdicts = faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
+        n += sum(v.verdict in SEGMENT_FAULTS for v in verdicts)
+    return n
 
 
 def rerank(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult:
@@ -51,4 +47,3 @@ def rerank(dataset: str, records: list[Record], candidates: list[GenerationResul
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
     return best
-

@@ -315,7 +315,7 @@ class ValueRules:
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
-    free: bool = False  # with rerank, under r / rm: a free text the record checker finds exact, if any
+    free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
@@ -395,8 +395,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a
     separately reported setting, and ``widen`` (with ``rerank``) searches again with a beam four
     times wider when every candidate has a fault, the checker picking among both lists, and ``free``
-    (with ``rerank``, under r / rm) returns a text of the unconstrained n-best that the record checker
-    finds exact when there is one, the constrained pick otherwise; ``once`` (under r / rm / a plan) keeps a value that the text has said,
+    (with ``rerank``, under r / rm) returns the unconstrained output (under the same rules) when the
+    record checker finds it exact, the constrained pick otherwise; ``once`` (under r / rm / a plan) keeps a value that the text has said,
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value
