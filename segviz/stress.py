@@ -82,7 +82,9 @@ def dev_items(dataset: str, data_dir: Path) -> list[DevItem]:
         return [DevItem(key, records, refs) for key, records, refs in ds.references(path)]
     groups: dict[str, DevItem] = {}  # from the loader: one Example per reference, grouped by input
     for ex in ds.loader(path):
-        groups.setdefault(ex.key, DevItem(ex.key, ex.records, [])).refs.append(detokenize(ex.target, ex.records))
+        groups.setdefault(ex.key, DevItem(ex.key, ex.records, [])).refs.append(
+            detokenize(ex.target, ex.records)
+        )
     return list(groups.values())
 
 
@@ -211,13 +213,83 @@ def load_systems(seg_dir: Path, pg_dir: Path | None, beam: int, rules: str | Non
     return Systems(seg, pg, beam, rules)
 
 
-def main(argv: list[str] | None = None) -> int:
+def shard_of(spec: str) -> tuple[int, int]:
+    """``"I/N"`` (``--shard``) -> ``(I, N)``: the inputs ``I, I + N, I + 2N, ...`` of the list."""
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 0/4, got {spec!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard I/N needs 0 <= I < N, got {spec!r}")
+    return i, n
+
+
+_SAME = ("dataset", "checkpoint", "pg", "beam", "seed", "value_rules")
+
+
+def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:
+    """The ``--json`` files of several runs (shards, :func:`shard_of`, or suites run apart) as one
+    run: each input once, found by its key among the dev inputs, rows re-indexed to the merged
+    list. The files must share checkpoint, PG, beam, seed and rules, and no suite may hold an
+    input twice. Returns (meta, items, rows by suite)."""
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    for p, r in zip(paths, runs, strict=True):
+        if any(r.get(k) != runs[0].get(k) for k in _SAME):
+            raise ValueError(f"{p}: {', '.join(_SAME)} differ from {paths[0]}")
+    if not runs[0].get("dataset"):
+        raise ValueError(f"{paths[0]}: no dataset named in it (written before --merge was)")
+    dev = {it.key: it for it in dev_items(runs[0]["dataset"], data_dir)}
+    index: dict[str, int] = {}
+    results: dict[str, list[dict]] = {}
+    seen: set[tuple[str, str]] = set()
+    for p, r in zip(paths, runs, strict=True):
+        keys = [it["key"] for it in r["items"]]
+        for suite, rows in r["rows"].items():
+            if seen & {(suite, k) for k in keys}:
+                raise ValueError(f"{p}: an input of suite {suite!r} is in an earlier file too")
+            seen |= {(suite, k) for k in keys}
+            results.setdefault(suite, []).extend(
+                {**row, "item": index.setdefault(keys[row["item"]], len(index))} for row in rows
+            )
+    missing = [k for k in index if k not in dev]
+    if missing:
+        raise ValueError(f"{len(missing)} inputs are not in this dev set, e.g. {missing[0]!r}")
+    meta = {k: runs[0][k] for k in _SAME} | {
+        "seconds": sum(r["seconds"] for r in runs),
+        "merged": [str(p) for p in paths],
+    }
+    return meta, [dev[k] for k in index], results
+
+
+def _systems_in(results: dict[str, list[dict]]) -> list[str]:
+    rows = [r for suite in results.values() for r in suite]
+    return [s for s in [*CONSTRAINTS, "pg"] if any(r["system"] == s for r in rows)]
+
+
+def _report(
+    path: Path | None, meta: dict, items: list[DevItem], results: dict[str, list[dict]], systems: list[str]
+) -> None:
+    """Print the tables of a run and write it (``--json``): meta, summary, inputs, every row."""
+    summary = summarise(results, items, systems, meta["dataset"])
+    print(render(summary))
+    print(
+        f"\n{len(items)} dev inputs ({sum(it.half == 'tune' for it in items)} tune / "
+        f"{sum(it.half == 'report' for it in items)} report), beam {meta['beam']}, {meta['seconds']:.0f} s"
+    )
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        items_json = [{"key": it.key, "half": it.half, "K": len(it.records)} for it in items]
+        doc = {**meta, "inputs": len(items), "summary": summary, "items": items_json, "rows": results}
+        path.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m segviz.stress",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--checkpoint", type=Path, required=True, help="segment-model checkpoint")
+    p.add_argument("--checkpoint", type=Path, help="segment-model checkpoint (required unless --merge)")
     p.add_argument("--pg", type=Path, default=None, help="PG checkpoint of the same dataset (optional)")
     p.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
     p.add_argument("--beam", type=int, default=5)
@@ -230,22 +302,49 @@ def main(argv: list[str] | None = None) -> int:
         "--half", choices=(*HALVES, "both"), default="both", help="only the inputs of one dev half"
     )
     p.add_argument(
+        "--shard", type=shard_of, default=None, help="I/N: only every N-th input from the I-th (0-based)"
+    )
+    p.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="no decoding: the --json files of shards as one run",
+    )
+    p.add_argument(
         "--value-rules",
         type=parse_value_rules,
         default=None,
         help=VALUE_RULES_HELP,
     )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    data_dir = args.data_dir or default_data_dir()
+    if args.merge:
+        try:
+            meta, items, results = merge(args.merge, data_dir)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        _report(args.json, meta, items, results, _systems_in(results))
+        return 0
+    if args.checkpoint is None:
+        p.error("--checkpoint is required unless --merge")
     torch.set_num_threads(args.threads)
     try:
         systems = load_systems(args.checkpoint, args.pg, args.beam, args.value_rules)
-        items = dev_items(systems.seg.dataset, args.data_dir or default_data_dir())
+        items = dev_items(systems.seg.dataset, data_dir)
     except (ckpt.CheckpointError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     items = [it for it in items if args.half in ("both", it.half)]
     items = items[: args.limit] if args.limit else items
+    items = items[args.shard[0] :: args.shard[1]] if args.shard else items
     from tqdm import tqdm
 
     t0 = time.perf_counter()
@@ -253,33 +352,17 @@ def main(argv: list[str] | None = None) -> int:
         total=len(items) * (1 + len(set(args.suites) - {"long"})), unit="input", file=sys.stderr
     ) as bar:
         results = run(systems, items, args.suites, args.seed, progress=lambda: bar.update(1))
-    summary = summarise(results, items, systems.names, systems.seg.dataset)
-    seconds = time.perf_counter() - t0
-    print(render(summary))
-    print(
-        f"\n{len(items)} dev inputs ({sum(it.half == 'tune' for it in items)} tune / "
-        f"{sum(it.half == 'report' for it in items)} report), beam {args.beam}, {seconds:.0f} s"
-    )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "checkpoint": str(args.checkpoint),
-            "pg": str(args.pg) if args.pg else None,
-            "beam": args.beam,
-            "seed": args.seed,
-            "value_rules": args.value_rules or systems.seg.default_rules or DEFAULT_VALUE_RULES,
-            "inputs": len(items),
-            "seconds": seconds,
-        }
-        items_json = [{"key": it.key, "half": it.half, "K": len(it.records)} for it in items]
-        args.json.write_text(
-            json.dumps(
-                {**meta, "summary": summary, "items": items_json, "rows": results},
-                ensure_ascii=False,
-                indent=1,
-            ),
-            encoding="utf-8",
-        )
+    meta = {
+        "dataset": systems.seg.dataset,
+        "checkpoint": str(args.checkpoint),
+        "pg": str(args.pg) if args.pg else None,
+        "beam": args.beam,
+        "seed": args.seed,
+        "value_rules": args.value_rules or systems.seg.default_rules or DEFAULT_VALUE_RULES,
+        "seconds": time.perf_counter() - t0,
+        **({"shard": "{}/{}".format(*args.shard)} if args.shard else {}),
+    }
+    _report(args.json, meta, items, results, systems.names)
     return 0
 
 

@@ -245,6 +245,35 @@ def test_webnlg_a_place_that_qualifies_another_entity_is_said():
     assert check_webnlg(own, "Potter County, Texas is a county.").per_record[0].status == "missing"
 
 
+def test_webnlg_a_name_said_in_part_takes_whole_words_outside_the_other_entities():
+    """The fallback for a many-word entity (two thirds of its content words) reads whole words
+    only, and not those inside another input entity's mention: "bo" of "Bo Bibbowski" is not in
+    "book", "lake" and "new york" inside "Saranac Lake, New York" do not say Lake Placid, and "the
+    University of Texas System" does not say the University of Texas at Austin."""
+    recs = parse_webnlg_triples(['Bibbo_Bibbowski | fullName | "Bo Bibbowski"'])
+    text = "The comic book character Bibbo Bibbowski was created by Marv Wolfman."
+    assert check_webnlg(recs, text).per_record[0].status == "missing"
+    assert check_webnlg(recs, text + " His full name is Bo Bibbowski.").per_record[0].status == "realised"
+    recs = parse_webnlg_triples(
+        ["Adirondack_Regional_Airport | cityServed | Lake_Placid,_New_York",
+         "Adirondack_Regional_Airport | cityServed | Saranac_Lake,_New_York"]
+    )  # fmt: skip
+    text = "Adirondack Regional Airport serves the city of Saranac Lake, New York."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "realised"]
+    text = "Adirondack Regional Airport serves Saranac Lake, New York and Lake Placid."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
+    recs = parse_webnlg_triples(
+        ["Elliot_See | almaMater | University_of_Texas_at_Austin",
+         "University_of_Texas_at_Austin | affiliation | University_of_Texas_System"]
+    )  # fmt: skip
+    text = "Elliot See is affiliated with the University of Texas System."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "realised"]
+    text = "Elliot See studied at the university in Austin, Texas, part of the University of Texas System."
+    rep = check_webnlg(recs, text)
+    assert [v.status for v in rep.per_record] == ["realised", "realised"]
+    assert rep.per_record[0].evidence == "university texas austin"
+
+
 def test_webnlg_value_mentions_follow_the_same_masking():
     """The per-segment verdict's value mentions read spellings as the record verdicts do: no
     "appleton" inside the airport's name, and "Austin, Texas" mentions the city and the state."""

@@ -190,6 +190,32 @@ def test_cli_on_dev(tiny, tmp_path, capsys):
     assert "Unseen values" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data")
+def test_shards_merged_give_the_summary_of_one_run(tiny, tmp_path, capsys):
+    """``--shard 0/2`` and ``1/2`` split the inputs; ``--merge`` of the two files gives the very
+    summary of the run over all of them, and refuses files of another run or an input twice."""
+    common = ["--checkpoint", str(tiny / "e2e-seg"), "--limit", "5", "--beam", "1", "--data-dir", str(DATA_DIR)]
+    for name, extra in [("all", []), ("s0", ["--shard", "0/2"]), ("s1", ["--shard", "1/2"])]:
+        assert stress.main([*common, *extra, "--json", str(tmp_path / f"{name}.json")]) == 0
+    import json
+
+    load = lambda name: json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))  # noqa: E731
+    assert [d["inputs"] for d in (load("s0"), load("s1"))] == [3, 2]
+    merged = ["--merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json"), "--data-dir", str(DATA_DIR)]
+    assert stress.main([*merged, "--json", str(tmp_path / "m.json")]) == 0
+    assert load("m")["summary"] == load("all")["summary"] and load("m")["inputs"] == 5
+    assert sorted(it["key"] for it in load("m")["items"]) == sorted(it["key"] for it in load("all")["items"])
+    capsys.readouterr()
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "all.json")]) == 2
+    assert "is in an earlier file too" in capsys.readouterr().err
+    other = load("s1") | {"beam": 2}
+    (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "other.json")]) == 2
+    assert "differ from" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        stress.main([*common, "--shard", "2/2"])
+
+
 def test_cli_rejects_a_pg_checkpoint_as_the_segment_model(tiny, capsys):
     assert stress.main(["--checkpoint", str(tiny / "e2e-pg")]) == 2
     assert "must be a segment model" in capsys.readouterr().err

@@ -130,18 +130,33 @@ def _entity_spans(entity: str, norm_text: str, others: list[str], subject: str |
 
 def _count_entity(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> tuple[int, str]:
     """Mentions of ``entity`` (first variant that matches, outside the input's other entities that
-    hold it) and the evidence; ``subject``: the record's own subject."""
+    hold it) and the evidence; ``subject``: the record's own subject. A many-word entity none of
+    whose variants matches may still be said in part (:func:`_partial_mention`)."""
     hits = _entity_spans(entity, norm_text, others, subject)
     if hits:
         return len(hits), norm_text[hits[0][0] : hits[0][1]]
+    present = _partial_mention(entity, norm_text, others, subject)
+    return (1, " ".join(present)) if present else (0, "")
+
+
+def _partial_mention(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> list[str]:
+    """The content words of a many-word ``entity`` said in ``norm_text`` when at least two thirds
+    of them are ("university of texas at austin" by "the university in austin, texas"), else [].
+    Each is a whole word (a plural -s / -es allowed: "bo" is not said by "book") outside the
+    mentions of the other input entities that hold it: "frederick" and "maryland" inside
+    "Frederick County, Maryland" do not say ``Frederick,_Maryland``. The record's own subject
+    is not masked for a single word (its name may share the object's words)."""
     words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
-    if len(words) >= 2:  # partial: most content words present, outside the other entities that hold it
-        spans = _containing_spans(entity, _no_paren(_entity_norm(entity)), others, norm_text, subject)
-        rest = "".join(" " if any(s <= i < e for s, e in spans) else c for i, c in enumerate(norm_text))
-        present = [w for w in words if re.search(rf"\b{re.escape(w)}", rest)]
-        if len(present) * 3 >= len(words) * 2:
-            return 1, " ".join(present)
-    return 0, ""
+    if len(words) < 2:
+        return []
+    spans = _containing_spans(entity, _no_paren(_entity_norm(entity)), others, norm_text, subject)
+    own = _no_paren(_entity_norm(subject)) if subject else None
+    not_own = [o for o in others if _no_paren(_entity_norm(o)) != own]
+    for w in words:
+        spans += _containing_spans(entity, w, not_own, norm_text, subject)
+    rest = "".join(" " if any(s <= i < e for s, e in spans) else c for i, c in enumerate(norm_text))
+    present = [w for w in words if re.search(rf"(?<!\w){re.escape(w)}(?:s|es)?(?!\w)", rest)]
+    return present if len(present) * 3 >= len(words) * 2 else []
 
 
 def _containing_spans(
