@@ -275,12 +275,33 @@ def _report(
     print(
         f"\n{len(items)} dev inputs ({sum(it.half == 'tune' for it in items)} tune / "
         f"{sum(it.half == 'report' for it in items)} report), beam {meta['beam']}, {meta['seconds']:.0f} s"
+        + (f" (the {len(meta['merged'])} files' seconds added up)" if "merged" in meta else "")
     )
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)
         items_json = [{"key": it.key, "half": it.half, "K": len(it.records)} for it in items]
         doc = {**meta, "inputs": len(items), "summary": summary, "items": items_json, "rows": results}
         path.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def write_outputs(
+    out_dir: Path, dataset: str, items: list[DevItem], long: list[dict], data_dir: Path
+) -> list[Path]:
+    """The long suite's texts as ``python -m segviz.generate`` writes them, one file per system
+    (``OUT_DIR/<system>.tsv`` or ``.txt``), the inputs in dev-file order: ``python -m
+    segviz.evaluate`` scores them (a run over every dev input gives the dev table's rows)."""
+    ds = datasets.get(dataset)
+    order = {it.key: i for i, it in enumerate(dev_items(dataset, data_dir))}
+    ranked = sorted(range(len(items)), key=lambda i: order[items[i].key])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for system in dict.fromkeys(r["system"] for r in long):
+        text = {r["item"]: r["text"] for r in long if r["system"] == system}
+        path = out_dir / f"{system}.{ds.output_suffix}"
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            ds.write_outputs(f, [items[i].key for i in ranked], [text[i] for i in ranked])
+        paths.append(path)
+    return paths
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -304,6 +325,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--shard", type=shard_of, default=None, help="I/N: only every N-th input from the I-th (0-based)"
     )
+    p.add_argument("--outputs", type=Path, default=None, help="write each system's long-suite texts here")
     p.add_argument(
         "--merge",
         type=Path,
@@ -332,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         _report(args.json, meta, items, results, _systems_in(results))
+        if args.outputs:
+            write_outputs(args.outputs, meta["dataset"], items, results.get("long", []), data_dir)
         return 0
     if args.checkpoint is None:
         p.error("--checkpoint is required unless --merge")
@@ -363,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         **({"shard": "{}/{}".format(*args.shard)} if args.shard else {}),
     }
     _report(args.json, meta, items, results, systems.names)
+    if args.outputs:
+        write_outputs(args.outputs, meta["dataset"], items, results["long"], data_dir)
     return 0
 
 

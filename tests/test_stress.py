@@ -202,8 +202,16 @@ def test_shards_merged_give_the_summary_of_one_run(tiny, tmp_path, capsys):
     load = lambda name: json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))  # noqa: E731
     assert [d["inputs"] for d in (load("s0"), load("s1"))] == [3, 2]
     merged = ["--merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json"), "--data-dir", str(DATA_DIR)]
-    assert stress.main([*merged, "--json", str(tmp_path / "m.json")]) == 0
+    assert stress.main([*merged, "--json", str(tmp_path / "m.json"), "--outputs", str(tmp_path / "out")]) == 0
     assert load("m")["summary"] == load("all")["summary"] and load("m")["inputs"] == 5
+    import csv
+
+    with open(tmp_path / "out" / "rm.tsv", encoding="utf-8") as f:  # as segviz.generate writes: dev order
+        rows = list(csv.reader(f, delimiter="\t"))
+    full = load("all")
+    rm = {full["items"][r["item"]]["key"]: r["text"] for r in full["rows"]["long"] if r["system"] == "rm"}
+    assert rows[0] == ["MR", "output"] and rows[1:] == [[it["key"], rm[it["key"]]] for it in full["items"]]
+    assert sorted(q.name for q in (tmp_path / "out").iterdir()) == ["none.tsv", "r.tsv", "rm.tsv"]
     assert sorted(it["key"] for it in load("m")["items"]) == sorted(it["key"] for it in load("all")["items"])
     capsys.readouterr()
     assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "all.json")]) == 2
