@@ -15,12 +15,16 @@ export DIR END PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 run_one() {
   local name=$1; shift
   local left=$((END - $(date +%s)))
-  [ -s "$DIR/$name.json" ] || [ "$left" -le 0 ] && return 0
+  if [ -s "$DIR/$name.json" ] || [ "$left" -le 0 ]; then return 0; fi
   timeout "$left" python -m segviz.stress "$@" --threads 1 --json "$DIR/$name.part" >"$DIR/$name.md" 2>"$DIR/$name.err" \
     && mv "$DIR/$name.part" "$DIR/$name.json"
   echo "$name rc=$? $(date +%T)"
 }
 export -f run_one
-grep -v '^\s*\(#\|$\)' "$LIST" | xargs -P "$P" -L 1 bash -c 'run_one "$@"' _
+# one line, one run: blank lines and comments left out, trailing blanks cut (xargs -L would join
+# a line that ends in a blank to the next); arguments are words, no quotes
+grep -v '^\s*\(#\|$\)' "$LIST" | sed 's/[[:space:]]*$//' | xargs -P "$P" -L 1 bash -c 'run_one "$@"' _
 NAMES=$(grep -v '^\s*\(#\|$\)' "$LIST" | awk '{print $1}')
-echo "done: $(for n in $NAMES; do [ -s "$DIR/$n.json" ] && echo "$n"; done | wc -l) of $(echo "$NAMES" | wc -w) shards"
+DONE=$(for n in $NAMES; do [ -s "$DIR/$n.json" ] && echo "$n"; done | wc -l)
+echo "done: $DONE of $(echo "$NAMES" | wc -w) shards"
+[ "$DONE" -eq "$(echo "$NAMES" | wc -w)" ]  # the status: 0 when every shard is done

@@ -228,7 +228,7 @@ _SAME = ("dataset", "checkpoint", "pg", "beam", "seed", "value_rules")
 
 
 def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:
-    """The ``--json`` files of several runs (shards, :func:`shard_of`, or suites run apart) as one
+    """The ``--json`` files of several runs over disjoint inputs (shards, :func:`shard_of`) as one
     run: each input once, found by its key among the dev inputs, rows re-indexed to the merged
     list. The files must share checkpoint, PG, beam, seed and rules, and no suite may hold an
     input twice. Returns (meta, items, rows by suite)."""
@@ -289,9 +289,14 @@ def write_outputs(
 ) -> list[Path]:
     """The long suite's texts as ``python -m segviz.generate`` writes them, one file per system
     (``OUT_DIR/<system>.tsv`` or ``.txt``), the inputs in dev-file order: ``python -m
-    segviz.evaluate`` scores them (a run over every dev input gives the dev table's rows)."""
+    segviz.evaluate`` scores them (a run over every dev input gives the dev table's rows; a run
+    over fewer is written with a warning: its files do not line up with the dev references)."""
     ds = datasets.get(dataset)
     order = {it.key: i for i, it in enumerate(dev_items(dataset, data_dir))}
+    if len(items) < len(order):
+        log.warning(
+            "--outputs: %d of the %d dev inputs; segviz.evaluate needs all of them", len(items), len(order)
+        )
     ranked = sorted(range(len(items)), key=lambda i: order[items[i].key])
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -348,14 +353,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     data_dir = args.data_dir or default_data_dir()
     if args.merge:
+        if args.checkpoint or args.pg or args.shard:
+            p.error("--merge decodes nothing: it takes no --checkpoint, --pg or --shard")
         try:
             meta, items, results = merge(args.merge, data_dir)
-        except (OSError, ValueError, KeyError) as e:
+            _report(args.json, meta, items, results, _systems_in(results))
+            if args.outputs:
+                write_outputs(args.outputs, meta["dataset"], items, results.get("long", []), data_dir)
+        except (OSError, ValueError, KeyError, IndexError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        _report(args.json, meta, items, results, _systems_in(results))
-        if args.outputs:
-            write_outputs(args.outputs, meta["dataset"], items, results.get("long", []), data_dir)
         return 0
     if args.checkpoint is None:
         p.error("--checkpoint is required unless --merge")

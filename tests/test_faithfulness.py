@@ -272,6 +272,15 @@ def test_webnlg_a_name_said_in_part_takes_whole_words_outside_the_other_entities
     rep = check_webnlg(recs, text)
     assert [v.status for v in rep.per_record] == ["realised", "realised"]
     assert rep.per_record[0].evidence == "university texas austin"
+    # the words outside the bracket only, a number whole, a sign after a word ("is-3.3528")
+    recs = parse_webnlg_triples(["Ardmore_Airport_(New_Zealand) | runwayName | \"03R/21L\"",
+                                 "Ardmore_Airport_(New_Zealand) | elevation | -3.3528"])  # fmt: skip
+    text = "Ardmore Airport is-3.3528 metres high. Its runway is named 03 R / 21 L."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
+    recs = parse_webnlg_triples(["Ardmore_Airport_(New_Zealand) | city | Papakura_(New_Zealand)",
+                                 'Ardmore_Airport_(New_Zealand) | length | "3.5 kilometres"'])  # fmt: skip
+    text = "Ardmore Airport, New Zealand, has a runway of 13.5 kilometres in New Zealand."
+    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "missing"]
 
 
 def test_webnlg_value_mentions_follow_the_same_masking():

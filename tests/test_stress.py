@@ -222,6 +222,8 @@ def test_shards_merged_give_the_summary_of_one_run(tiny, tmp_path, capsys):
     assert "differ from" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         stress.main([*common, "--shard", "2/2"])
+    with pytest.raises(SystemExit):  # --merge decodes nothing
+        stress.main([*merged, "--checkpoint", str(tiny / "e2e-seg")])
 
 
 def test_cli_rejects_a_pg_checkpoint_as_the_segment_model(tiny, capsys):

@@ -108,19 +108,25 @@ def _variants(entity: str) -> list[tuple[str, str]]:
     if date:
         y, mo, d = date.groups()
         month, day = _MONTHS[int(mo) - 1], str(int(d))
-        out += [(rf"{month} {day}(?:st|nd|rd|th)?,? {y}", no_paren), (rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}", no_paren)]
+        out += [
+            (rf"{month} {day}(?:st|nd|rd|th)?,? {y}", no_paren),
+            (rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}", no_paren),
+        ]
     return out
 
 
-def _entity_spans(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> list[tuple[int, int]]:
+def _entity_spans(
+    entity: str, norm_text: str, others: list[str], subject: str | None = None
+) -> list[tuple[int, int]]:
     """Spans of ``entity`` for the first variant that matches outside the mentions of ``others``
     (the input's entities) that hold that variant: "Angola" in "Angola International Airport",
-    the "Appleton" of ``Appleton,_Wisconsin`` in "Appleton International Airport"."""
+    the "Appleton" of ``Appleton,_Wisconsin`` in "Appleton International Airport". A variant that
+    begins with a sign may follow a word ("-3.3528" in the detokenised "is-3.3528")."""
     for rx, plain in _variants(entity):
         masked = _containing_spans(entity, plain, others, norm_text, subject)
         hits = [
             m.span()
-            for m in re.finditer(r"(?<!\w)" + rx + r"(?!\w)", norm_text)
+            for m in re.finditer((r"(?<!\w)" if plain[0].isalnum() else "") + rx + r"(?!\w)", norm_text)
             if all(m.end() <= s or m.start() >= e for s, e in masked)
         ]
         if hits:
@@ -128,7 +134,9 @@ def _entity_spans(entity: str, norm_text: str, others: list[str], subject: str |
     return []
 
 
-def _count_entity(entity: str, norm_text: str, others: list[str], subject: str | None = None) -> tuple[int, str]:
+def _count_entity(
+    entity: str, norm_text: str, others: list[str], subject: str | None = None
+) -> tuple[int, str]:
     """Mentions of ``entity`` (first variant that matches, outside the input's other entities that
     hold it) and the evidence; ``subject``: the record's own subject. A many-word entity none of
     whose variants matches may still be said in part (:func:`_partial_mention`)."""
@@ -145,18 +153,28 @@ def _partial_mention(entity: str, norm_text: str, others: list[str], subject: st
     Each is a whole word (a plural -s / -es allowed: "bo" is not said by "book") outside the
     mentions of the other input entities that hold it: "frederick" and "maryland" inside
     "Frederick County, Maryland" do not say ``Frederick,_Maryland``. The record's own subject
-    is not masked for a single word (its name may share the object's words)."""
-    words = [w for w in re.findall(r"\w+", _entity_norm(entity)) if w not in _STOP]
+    is not masked for a single word (its name may share the object's words). The words are those
+    outside the entity's bracket, a number whole ("3.5" is no "5" of "1.5")."""
+    no_paren = _no_paren(_entity_norm(entity))
+    words = [w for w in re.findall(r"\d+(?:[.,]\d+)*|\w+", no_paren) if w not in _STOP]
     if len(words) < 2:
         return []
-    spans = _containing_spans(entity, _no_paren(_entity_norm(entity)), others, norm_text, subject)
+    spans = _containing_spans(entity, no_paren, others, norm_text, subject)
     own = _no_paren(_entity_norm(subject)) if subject else None
     not_own = [o for o in others if _no_paren(_entity_norm(o)) != own]
     for w in words:
         spans += _containing_spans(entity, w, not_own, norm_text, subject)
     rest = "".join(" " if any(s <= i < e for s, e in spans) else c for i, c in enumerate(norm_text))
-    present = [w for w in words if re.search(rf"(?<!\w){re.escape(w)}(?:s|es)?(?!\w)", rest)]
+    present = [w for w in words if re.search(_whole_word(w), rest)]
     return present if len(present) * 3 >= len(words) * 2 else []
+
+
+def _whole_word(w: str) -> str:
+    """Regex of ``w`` as a whole word: a word with a plural -s / -es, a number not inside a longer
+    one ("5" is not in "1.5", "3.5" not in "13.5")."""
+    if w[0].isdigit():
+        return rf"(?<![\w.,]){re.escape(w)}(?![\w]|[.,]\d)"
+    return rf"(?<!\w){re.escape(w)}(?:s|es)?(?!\w)"
 
 
 def _containing_spans(
