@@ -93,7 +93,8 @@ with right:
         "Checker-guided", guided_default, key="playground_guided",
         help="A separate setting, not the paper's decoding: the automatic checker picks among the beam's texts, "
         "searches again with a wider beam when every one has a fault, and keeps the unconstrained text "
-        "when it already states every record exactly (README, \"Checker-guided decoding\").",
+        "when it already states every record exactly (README, \"Checker-guided decoding\"). On the WebNLG dev "
+        "set it leaves fewer records out at a higher BLEU; on E2E, where +RM already leaves none out, it costs BLEU.",
     )
     go = st.button("Generate", type="primary", key="playground_generate")
 
