@@ -224,18 +224,36 @@ def shard_of(spec: str) -> tuple[int, int]:
     return i, n
 
 
-_SAME = ("dataset", "checkpoint", "pg", "beam", "seed", "value_rules")
+_SAME = ("dataset", "checkpoint", "pg", "beam", "seed", "value_rules", "suites", "half", "limit")
+
+
+def _shards_missing(paths: list[Path], runs: list[dict]) -> list[int]:
+    """Which shards of a set of ``--shard I/N`` runs are not among them (a warning: the merged run
+    covers part of the inputs); [] when every run is a shard of one N and all N are there, or
+    none is a shard. Shards of different N, or a shard beside a whole run, are refused."""
+    shards = [r.get("shard") for r in runs]
+    if not any(shards):
+        return []
+    if not all(shards) or len({sh.split("/")[1] for sh in shards}) > 1:
+        raise ValueError(f"{', '.join(map(str, paths))}: shards of one --shard I/N set only, got {shards}")
+    n = int(shards[0].split("/")[1])
+    return sorted(set(range(n)) - {int(sh.split("/")[0]) for sh in shards})
 
 
 def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:
     """The ``--json`` files of several runs over disjoint inputs (shards, :func:`shard_of`) as one
     run: each input once, found by its key among the dev inputs, rows re-indexed to the merged
-    list. The files must share checkpoint, PG, beam, seed and rules, and no suite may hold an
-    input twice. Returns (meta, items, rows by suite)."""
+    list. The files must share checkpoint, PG, beam, seed, rules, suites, half and limit, and no
+    suite may hold an input twice; a missing shard is warned of (:func:`_shards_missing`).
+    Returns (meta, items, rows by suite)."""
     runs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     for p, r in zip(paths, runs, strict=True):
         if any(r.get(k) != runs[0].get(k) for k in _SAME):
-            raise ValueError(f"{p}: {', '.join(_SAME)} differ from {paths[0]}")
+            differ = [k for k in _SAME if r.get(k) != runs[0].get(k)]
+            raise ValueError(f"{p}: {', '.join(differ)} differ from {paths[0]}")
+    gaps = _shards_missing(paths, runs)
+    if gaps:
+        log.warning("--merge: shards %s are missing; the run covers part of the inputs", gaps)
     if not runs[0].get("dataset"):
         raise ValueError(f"{paths[0]}: no dataset named in it (written before --merge was)")
     dev = {it.key: it for it in dev_items(runs[0]["dataset"], data_dir)}
@@ -257,6 +275,7 @@ def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[
     meta = {k: runs[0][k] for k in _SAME} | {
         "seconds": sum(r["seconds"] for r in runs),
         "merged": [str(p) for p in paths],
+        **({"shards_missing": gaps} if gaps else {}),
     }
     return meta, [dev[k] for k in index], results
 
@@ -390,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         "beam": args.beam,
         "seed": args.seed,
         "value_rules": args.value_rules or systems.seg.default_rules or DEFAULT_VALUE_RULES,
+        "suites": sorted({"long", *args.suites}),
+        "half": args.half,
+        "limit": args.limit,
         "seconds": time.perf_counter() - t0,
         **({"shard": "{}/{}".format(*args.shard)} if args.shard else {}),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -214,8 +215,12 @@ def test_shards_merged_give_the_summary_of_one_run(tiny, tmp_path, capsys):
     assert sorted(q.name for q in (tmp_path / "out").iterdir()) == ["none.tsv", "r.tsv", "rm.tsv"]
     assert sorted(it["key"] for it in load("m")["items"]) == sorted(it["key"] for it in load("all")["items"])
     capsys.readouterr()
-    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "all.json")]) == 2
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "s0.json")]) == 2
     assert "is in an earlier file too" in capsys.readouterr().err
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "all.json")]) == 2
+    assert "shards of one --shard I/N set only" in capsys.readouterr().err
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), "--json", str(tmp_path / "half.json")]) == 0
+    assert load("half")["shards_missing"] == [1] and load("half")["inputs"] == 3
     other = load("s1") | {"beam": 2}
     (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
     assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "other.json")]) == 2
@@ -250,3 +255,31 @@ def test_exact_references_turn_the_cost_of_saying_everything_around():
     # against `full` alone: the free text loses what it does not share with it, +RM scores 1.0
     assert ref["cost_exact_refs"] == pytest.approx((bleu([short], [[full]]) - 1.0) * 100)
     assert ref["cost_exact_refs"] < -50
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data")
+def test_stress_shards_script_runs_a_list_and_goes_on_where_it_stopped(tiny, tmp_path):
+    """``scripts/stress_shards.sh``: every line of the list is one shard run, a line with a
+    trailing blank is still one run, a finished shard is not run again, and the status says
+    whether every shard is done."""
+    import subprocess
+    from pathlib import Path as P
+
+    root = P(__file__).resolve().parents[1]
+    args = f"--checkpoint {tiny / 'e2e-seg'} --limit 4 --beam 1 --suites long --data-dir {DATA_DIR}"
+    lst = tmp_path / "list.txt"
+    lst.write_text(f"# two shards\na {args} --shard 0/2 \n\nb {args} --shard 1/2\n", encoding="utf-8")
+    out = tmp_path / "shards"
+    run = lambda: subprocess.run(  # noqa: E731
+        ["bash", str(root / "scripts" / "stress_shards.sh"), str(out), str(lst), "300"],
+        capture_output=True, text=True, env={**os.environ, "P": "2"},
+    )  # fmt: skip
+    first = run()
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "done: 2 of 2 shards" in first.stdout and sorted(q.name for q in out.glob("*.json")) == ["a.json", "b.json"]
+    again = run()
+    assert again.returncode == 0 and "rc=" not in again.stdout  # nothing run twice
+    (out / "b.json").unlink()
+    lst.write_text(lst.read_text(encoding="utf-8") + "c --no-such-flag\n", encoding="utf-8")
+    third = run()
+    assert third.returncode != 0 and "done: 2 of 3 shards" in third.stdout and "b rc=0" in third.stdout
