@@ -237,6 +237,65 @@ def test_generate_seg_decodes_the_free_list_only_when_free_applies(monkeypatch):
     assert calls == [("rm", 5, 1, None, False)]
 
 
+def test_keep_takes_the_free_text_and_the_unconstrained_output_from_the_model_s_own_search(monkeypatch):
+    """``+rerank+widen+free+keep``: under "none" one plain search (top 1, the rules without the
+    checker's switches); under +RM the free text is that plain output (kept when exact), and only
+    when it is not exact does the checker-guided constrained search run (its n-best, reranked);
+    under a plan keep changes nothing."""
+    from segviz.decode import seg as seg_decode
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    exact = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    missing = _result(records, [("The Eagle", 1), ("is a pub .", 2)])
+    calls, free_text = [], {}
+
+    def nbest(model, vocab, recs, constraints, beam, n, *, plan=None, system="seg", rules=None, **options):
+        calls.append((constraints, beam, n, plan, (rules.rerank, rules.widen, rules.free, rules.keep)))
+        return [dataclasses.replace(free_text.get(constraints, exact), constraints=constraints)]
+
+    monkeypatch.setattr(seg_decode, "generate_seg_nbest", nbest)
+    rules = dataclasses.replace(value_rules("auto+rerank+widen+free+keep"), dataset="e2e")
+    plain, guided = (False, False, False, False), (True, True, True, True)
+    seg_decode.generate_seg(None, None, records, "none", 5, rules=rules)
+    assert calls == [("none", 5, 1, None, plain)]
+    calls.clear()
+    res = seg_decode.generate_seg(None, None, records, "rm", 5, rules=rules)
+    assert calls == [("none", 5, 1, None, plain)] and res.scores["rerank_free"] and res.constraints == "rm"
+    calls.clear()
+    free_text["none"] = missing  # the model's own free text leaves the price out: the guided search decides
+    res = seg_decode.generate_seg(None, None, records, "rm", 5, rules=rules)
+    assert calls == [("none", 5, 1, None, plain), ("rm", 5, 5, None, guided)] and "rerank_free" not in res.scores
+    calls.clear()
+    seg_decode.generate_seg(None, None, records, "rm", 5, plan=[3, 2, 1], rules=rules)
+    assert calls == [("rm", 5, 5, [3, 2, 1], guided)]
+    calls.clear()
+    no_keep = dataclasses.replace(rules, keep=False)  # without keep the free text is reranked too
+    free_text.clear()
+    seg_decode.generate_seg(None, None, records, "none", 5, rules=no_keep)
+    assert calls == [("none", 5, 5, None, (True, True, True, False))]
+
+
+def test_keep_leaves_pg_to_its_own_search(monkeypatch):
+    """With ``free`` and ``keep`` PG, an unconstrained system, is the model's own top 1; with
+    ``rerank`` alone its n-best is reranked."""
+    from segviz.decode import pg as pg_decode
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub]")
+    calls = []
+
+    def nbest(model, vocab, recs, beam, n, rules=None, **options):
+        calls.append((beam, n, rules.rerank))
+        return [_result(records, [("The Eagle is a pub .", 1)])]
+
+    monkeypatch.setattr(pg_decode, "generate_pg_nbest", nbest)
+    keep = dataclasses.replace(value_rules("auto+rerank+widen+free+keep"), dataset="e2e")
+    pg_decode.generate_pg(None, None, records, 5, rules=keep)
+    assert calls == [(5, 1, False)]
+    calls.clear()
+    pg_decode.generate_pg(None, None, records, 5, rules=dataclasses.replace(keep, keep=False))
+    assert calls == [(5, 5, True), (20, 20, True)]  # reranked, and widened: its one segment says two records
+
+
 def test_widen_leaves_a_fallback_list_alone_and_keeps_a_wider_fallback_out():
     from segviz.decode.seg import _reranked
 

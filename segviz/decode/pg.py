@@ -160,10 +160,13 @@ def generate_pg(
     ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
     :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
     ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes; ``rules.rerank``
-    and ``rules.widen`` as for :func:`~segviz.decode.seg.generate_seg` (``free`` does nothing here)."""
-    from segviz.decode.seg import WIDEN, _reranked
+    and ``rules.widen`` as for :func:`~segviz.decode.seg.generate_seg` (``free`` does nothing here;
+    with ``free`` and ``keep``, PG, an unconstrained system, is the model's own search)."""
+    from segviz.decode.seg import WIDEN, _reranked, _unguided
 
     rules = options.get("rules")
+    if rules is not None and rules.free and rules.keep:
+        rules = options["rules"] = _unguided(rules)
     n = beam if rules is not None and rules.rerank else 1
     ranked = generate_pg_nbest(model, vocab, records, beam, n, **options)
     w = WIDEN * beam

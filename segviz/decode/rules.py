@@ -316,6 +316,7 @@ class ValueRules:
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
+    keep: bool = False  # with free: the unconstrained system and the free text are the model's own search (no rerank, no widen)
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
@@ -365,7 +366,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -396,7 +397,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     separately reported setting, and ``widen`` (with ``rerank``) searches again with a beam four
     times wider when every candidate has a fault, the checker picking among both lists, and ``free``
     (with ``rerank``, under r / rm) returns the unconstrained output (under the same rules) when the
-    record checker finds it exact, the constrained pick otherwise; ``once`` (under r / rm / a plan) keeps a value that the text has said,
+    record checker finds it exact, the constrained pick otherwise, and ``keep`` (with ``free``) takes
+    that free text, and the unconstrained system's output, from the model's own search (no rerank,
+    no widen: the checker guides only +R / +RM); ``once`` (under r / rm / a plan) keeps a value that the text has said,
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value

@@ -138,9 +138,15 @@ def generate_seg(
     ``beam`` best are reranked by the checker (:func:`segviz.rerank.rerank`), with ``rules.widen``
     a wider search joins them when every one has a fault (:func:`_reranked`), and with
     ``rules.free`` (r / rm, no plan) the unconstrained output is kept when the record checker
-    finds it exact (:func:`_free_pick`); ``elapsed_ms`` then counts every search."""
+    finds it exact (:func:`_free_pick`); with ``rules.keep`` too that free text, and the output
+    under "none", come from the model's own search (:func:`_unguided`); ``elapsed_ms`` then
+    counts every search."""
     rules = options.get("rules")
+    unconstrained = plan is None and constraint(constraints).name == "none"
+    if rules is not None and rules.keep and rules.free and unconstrained:
+        rules = _unguided(rules)  # keep: the unconstrained system is the model's own search
     if rules is None or not rules.rerank:
+        options = {**options, "rules": rules} if "rules" in options else options
         return generate_seg_nbest(model, vocab, records, constraints, beam, 1, plan=plan, system=system, **options)[0]
     t0 = time.perf_counter()
 
@@ -148,9 +154,9 @@ def generate_seg(
         return generate_seg_nbest(model, vocab, records, constraints, width, width, plan=plan, system=system, **options)
 
     best = None
-    if rules.free and plan is None and constraint(constraints).name != "none":
+    if rules.free and plan is None and not unconstrained:
         free_options = {k: v for k, v in options.items() if k not in _RULE_OPTIONS}
-        own = generate_seg(model, vocab, records, "none", beam, system=system, **free_options)
+        own = generate_seg(model, vocab, records, "none", beam, system=system, **free_options)  # keep: unguided
         best = _free_pick(rules, records, own, constraint(constraints).name)
     if best is None:
         best = _reranked(rules, records, search(beam), lambda: search(WIDEN * beam))
@@ -158,6 +164,11 @@ def generate_seg(
 
 
 WIDEN = 4  # ``widen``: the beam of the second search, as a multiple of the asked beam
+
+
+def _unguided(rules: ValueRules) -> ValueRules:
+    """``rules`` without the checker's switches: the model's own search (``keep``)."""
+    return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False)
 _RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search takes and the free one not
 
 
