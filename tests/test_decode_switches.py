@@ -276,8 +276,8 @@ def test_keep_takes_the_free_text_and_the_unconstrained_output_from_the_model_s_
 
 
 def test_keep_leaves_pg_to_its_own_search(monkeypatch):
-    """With ``free`` and ``keep`` PG, an unconstrained system, is the model's own top 1; with
-    ``rerank`` alone its n-best is reranked."""
+    """With ``free`` and ``keep`` PG, an unconstrained system, is the model's own top 1; without
+    ``keep`` its n-best is reranked (and widened)."""
     from segviz.decode import pg as pg_decode
 
     records = parse_e2e_mr("name[The Eagle], eatType[pub]")
