@@ -95,7 +95,8 @@ def test_compare_fills_both_systems(e2e_models):
 
 def test_compare_guided_decodes_with_the_checker_guided_switches(e2e_models):
     """The Playground's "Checker-guided" option: both models decode with their own rules plus
-    rerank / widen / free, the same texts as asking the decoder for those rules directly."""
+    rerank / widen / free / keep, the same texts as asking the decoder for those rules directly;
+    PG, unconstrained, decodes as its own plain search."""
     from segviz import decode
 
     seg, pg = e2e_models
@@ -103,11 +104,12 @@ def test_compare_guided_decodes_with_the_checker_guided_switches(e2e_models):
     cmp = service.compare("e2e", records, seg, pg, "rm", 3, guided=True)
     assert cmp.guided and cmp.constraints == "rm" and cmp.seg.result.constraints == "rm"
     rules = seg.rules(decode.guided_rules(seg.default_rules))
-    assert (rules.rerank, rules.widen, rules.free) == (True, True, True)
+    assert (rules.rerank, rules.widen, rules.free, rules.keep) == (True, True, True, True)
     direct = decode.generate_seg(seg.model, seg.vocab, records, "rm", 3, rules=rules)
     assert cmp.seg.result.text == direct.text
     assert "rerank_free" in cmp.seg.result.scores or "rerank_faults" in cmp.seg.result.scores
-    assert "rerank_faults" in cmp.pg.result.scores  # PG reranked too
+    plain_pg = decode.generate_pg(pg.model, pg.vocab, records, 3, rules=pg.rules(None))
+    assert cmp.pg.result.text == plain_pg.text and not any(k.startswith("rerank") for k in cmp.pg.result.scores)
     plain = service.compare("e2e", records, seg, pg, "rm", 3)
     assert not plain.guided and not any(k.startswith("rerank") for k in plain.seg.result.scores)
 

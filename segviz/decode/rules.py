@@ -355,13 +355,14 @@ class ValueRules:
         return self.value_bigrams.get(word, frozenset()).union(*(self.attribute_words[a] for a in attrs))
 
 
-GUIDED = "+rerank+widen+free"  # the checker-guided setting (the app's "Checker-guided" option)
+GUIDED = "+rerank+widen+free+keep"  # the checker-guided setting (the app's "Checker-guided" option; session 16: +keep)
 
 
 def guided_rules(name: str | None) -> str:
     """The value rules ``name`` (None: :data:`DEFAULT_VALUE_RULES`) with the checker-guided
-    switches :data:`GUIDED`: the checker reranks the n-best (``rerank``), a wider search joins
-    when every candidate has a fault (``widen``), and an exact free text is kept (``free``)."""
+    switches :data:`GUIDED`: the model's own unconstrained text is kept where the checker finds it
+    exact (``free``, ``keep``); elsewhere the checker reranks the constrained n-best (``rerank``)
+    and a wider search joins when every candidate has a fault (``widen``)."""
     return (name or DEFAULT_VALUE_RULES) + GUIDED
 
 
