@@ -164,12 +164,12 @@ def generate_seg(
 
 
 WIDEN = 4  # ``widen``: the beam of the second search, as a multiple of the asked beam
+_RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search takes and the free one not
 
 
 def _unguided(rules: ValueRules) -> ValueRules:
     """``rules`` without the checker's switches: the model's own search (``keep``)."""
     return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False)
-_RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search takes and the free one not
 
 
 def _free_pick(rules: ValueRules, records: list[Record], own: GenerationResult, label: str) -> GenerationResult | None:
