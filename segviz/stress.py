@@ -231,13 +231,13 @@ def _shards_missing(paths: list[Path], runs: list[dict]) -> list[int]:
     """Which shards of a set of ``--shard I/N`` runs are not among them (a warning: the merged run
     covers part of the inputs); [] when every run is a shard of one N and all N are there, or
     none is a shard. Shards of different N, or a shard beside a whole run, are refused."""
-    shards = [r.get("shard") for r in runs]
-    if not any(shards):
+    specs = [r.get("shard") for r in runs]
+    if not any(specs):
         return []
-    if not all(shards) or len({sh.split("/")[1] for sh in shards}) > 1:
-        raise ValueError(f"{', '.join(map(str, paths))}: shards of one --shard I/N set only, got {shards}")
-    n = int(shards[0].split("/")[1])
-    return sorted(set(range(n)) - {int(sh.split("/")[0]) for sh in shards})
+    shards = [shard_of(sh) for sh in specs if sh]
+    if len(shards) < len(specs) or len({n for _, n in shards}) > 1:
+        raise ValueError(f"{', '.join(map(str, paths))}: shards of one --shard I/N set only, got {specs}")
+    return sorted(set(range(shards[0][1])) - {i for i, _ in shards})
 
 
 def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:
@@ -248,8 +248,8 @@ def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[
     Returns (meta, items, rows by suite)."""
     runs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     for p, r in zip(paths, runs, strict=True):
-        if any(r.get(k) != runs[0].get(k) for k in _SAME):
-            differ = [k for k in _SAME if r.get(k) != runs[0].get(k)]
+        differ = [k for k in _SAME if r.get(k) != runs[0].get(k)]
+        if differ:
             raise ValueError(f"{p}: {', '.join(differ)} differ from {paths[0]}")
     gaps = _shards_missing(paths, runs)
     if gaps:

@@ -245,42 +245,39 @@ def test_webnlg_a_place_that_qualifies_another_entity_is_said():
     assert check_webnlg(own, "Potter County, Texas is a county.").per_record[0].status == "missing"
 
 
+def wstatus(triples: list[str], text: str) -> list[str]:
+    """WebNLG record statuses for ``triples`` ("S | p | O") and ``text``."""
+    return [v.status for v in check_webnlg(parse_webnlg_triples(triples), text).per_record]
+
+
 def test_webnlg_a_name_said_in_part_takes_whole_words_outside_the_other_entities():
     """The fallback for a many-word entity (two thirds of its content words) reads whole words
     only, and not those inside another input entity's mention: "bo" of "Bo Bibbowski" is not in
     "book", "lake" and "new york" inside "Saranac Lake, New York" do not say Lake Placid, and "the
     University of Texas System" does not say the University of Texas at Austin."""
-    recs = parse_webnlg_triples(['Bibbo_Bibbowski | fullName | "Bo Bibbowski"'])
+    bibbo = ['Bibbo_Bibbowski | fullName | "Bo Bibbowski"']
     text = "The comic book character Bibbo Bibbowski was created by Marv Wolfman."
-    assert check_webnlg(recs, text).per_record[0].status == "missing"
-    assert check_webnlg(recs, text + " His full name is Bo Bibbowski.").per_record[0].status == "realised"
-    recs = parse_webnlg_triples(
-        ["Adirondack_Regional_Airport | cityServed | Lake_Placid,_New_York",
-         "Adirondack_Regional_Airport | cityServed | Saranac_Lake,_New_York"]
-    )  # fmt: skip
-    text = "Adirondack Regional Airport serves the city of Saranac Lake, New York."
-    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "realised"]
-    text = "Adirondack Regional Airport serves Saranac Lake, New York and Lake Placid."
-    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
-    recs = parse_webnlg_triples(
-        ["Elliot_See | almaMater | University_of_Texas_at_Austin",
-         "University_of_Texas_at_Austin | affiliation | University_of_Texas_System"]
-    )  # fmt: skip
-    text = "Elliot See is affiliated with the University of Texas System."
-    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "realised"]
+    assert wstatus(bibbo, text) == ["missing"]
+    assert wstatus(bibbo, text + " His full name is Bo Bibbowski.") == ["realised"]
+    airport = ["Adirondack_Regional_Airport | cityServed | Lake_Placid,_New_York",
+               "Adirondack_Regional_Airport | cityServed | Saranac_Lake,_New_York"]  # fmt: skip
+    assert wstatus(airport, "Adirondack Regional Airport serves the city of Saranac Lake, New York.") == ["missing", "realised"]
+    assert wstatus(airport, "Adirondack Regional Airport serves Saranac Lake, New York and Lake Placid.") == ["realised", "realised"]
+    see = ["Elliot_See | almaMater | University_of_Texas_at_Austin",
+           "University_of_Texas_at_Austin | affiliation | University_of_Texas_System"]  # fmt: skip
+    assert wstatus(see, "Elliot See is affiliated with the University of Texas System.") == ["missing", "realised"]
     text = "Elliot See studied at the university in Austin, Texas, part of the University of Texas System."
-    rep = check_webnlg(recs, text)
+    rep = check_webnlg(parse_webnlg_triples(see), text)
     assert [v.status for v in rep.per_record] == ["realised", "realised"]
     assert rep.per_record[0].evidence == "university texas austin"
     # the words outside the bracket only, a number whole, a sign after a word ("is-3.3528")
-    recs = parse_webnlg_triples(["Ardmore_Airport_(New_Zealand) | runwayName | \"03R/21L\"",
-                                 "Ardmore_Airport_(New_Zealand) | elevation | -3.3528"])  # fmt: skip
-    text = "Ardmore Airport is-3.3528 metres high. Its runway is named 03 R / 21 L."
-    assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised"]
-    recs = parse_webnlg_triples(["Ardmore_Airport_(New_Zealand) | city | Papakura_(New_Zealand)",
-                                 'Ardmore_Airport_(New_Zealand) | length | "3.5 kilometres"'])  # fmt: skip
+    ardmore = ["Ardmore_Airport_(New_Zealand) | runwayName | \"03R/21L\"",
+               "Ardmore_Airport_(New_Zealand) | elevation | -3.3528"]  # fmt: skip
+    assert wstatus(ardmore, "Ardmore Airport is-3.3528 metres high. Its runway is named 03 R / 21 L.") == ["realised", "realised"]
+    papakura = ["Ardmore_Airport_(New_Zealand) | city | Papakura_(New_Zealand)",
+                'Ardmore_Airport_(New_Zealand) | length | "3.5 kilometres"']  # fmt: skip
     text = "Ardmore Airport, New Zealand, has a runway of 13.5 kilometres in New Zealand."
-    assert [v.status for v in check_webnlg(recs, text).per_record] == ["missing", "missing"]
+    assert wstatus(papakura, text) == ["missing", "missing"]
 
 
 def test_webnlg_value_mentions_follow_the_same_masking():

@@ -173,7 +173,8 @@ def _unguided(rules: ValueRules) -> ValueRules:
 
 
 def _free_pick(rules: ValueRules, records: list[Record], own: GenerationResult, label: str) -> GenerationResult | None:
-    """``rules.free``: ``own``, the unconstrained output under the same rules (reranked, widened),
+    """``rules.free``: ``own``, the unconstrained output under the same rules (reranked, widened;
+    with ``rules.keep`` the model's own search, :func:`_unguided`),
     when the record checker finds it exact: marked ``rerank_free`` and labelled with the
     constraints asked (``label``); None otherwise. Its segments are the free model's own."""
     from segviz.rerank import record_errors
