@@ -14,6 +14,8 @@ suites measure, so the tables report it beside the rows without it, never in the
 
 from __future__ import annotations
 
+from collections import Counter
+
 from segviz import faithfulness
 from segviz.records import Record
 from segviz.result import GenerationResult
@@ -36,14 +38,32 @@ def faults(dataset: str, records: list[Record], result: GenerationResult) -> int
     return n
 
 
-def rerank(dataset: str, records: list[Record], candidates: list[GenerationResult]) -> GenerationResult:
+def closeness(tokens: list[str], own: list[str], n_max: int = 4) -> float:
+    """How much of ``tokens`` the model's own text ``own`` holds: the mean over n = 1..``n_max``
+    of the share of ``tokens``' n-grams found in ``own`` (clipped counts, lower-cased; BLEU's
+    modified precision with ``own`` as the reference). 1.0 when ``tokens`` is a part of ``own``."""
+    a, b = [t.lower() for t in tokens], [t.lower() for t in own]
+    shares = []
+    for n in range(1, n_max + 1):
+        A = Counter(tuple(a[i : i + n]) for i in range(len(a) - n + 1))
+        B = Counter(tuple(b[i : i + n]) for i in range(len(b) - n + 1))
+        shares.append(sum((A & B).values()) / max(1, sum(A.values())))
+    return sum(shares) / n_max
+
+
+def rerank(
+    dataset: str, records: list[Record], candidates: list[GenerationResult], own: list[str] | None = None
+) -> GenerationResult:
     """The first of ``candidates`` (best first, as the beam ranks them) with the fewest faults;
-    its ``scores`` say which rank it had (``rerank_rank``, 0 = the model's best) and how many
-    faults the model's best had (``rerank_faults_before``)."""
+    with ``own`` (the ``close`` switch: the tokens of the model's own unconstrained text) the one
+    of those that is closest to it (:func:`closeness`; ties keep the model's order). Its
+    ``scores`` say which rank it had (``rerank_rank``, 0 = the model's best) and how many faults
+    the model's best had (``rerank_faults_before``)."""
     if not candidates:
         raise ValueError("rerank needs at least one candidate")
     counts = [faults(dataset, records, c) for c in candidates]
-    i = min(range(len(candidates)), key=lambda j: (counts[j], j))
+    fewest = [j for j in range(len(candidates)) if counts[j] == min(counts)]
+    i = fewest[0] if own is None else max(fewest, key=lambda j: (closeness(candidates[j].tokens, own), -j))
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
     return best

@@ -187,6 +187,45 @@ def test_widen_searches_again_only_when_every_candidate_has_a_fault():
     assert _reranked(no_widen, records, [repeated], wider) is repeated and calls == [1]
 
 
+def test_closeness_is_the_share_of_a_text_s_ngrams_that_the_own_text_holds():
+    """BLEU's modified precision against the own text, averaged over n = 1..4, lower-cased."""
+    from segviz.rerank import closeness
+
+    own = "the eagle is a pub . it is cheap .".split()
+    assert closeness(own[:5], own) == 1.0  # a part of the own text
+    assert closeness("The Eagle".split(), own) == 0.5  # case aside; no 3- or 4-grams: those shares 0
+    # "the eagle is a cheap pub ." : 1-grams 7/7, 2-grams 4/6, 3-grams 2/5, 4-grams 1/4
+    got = closeness("the eagle is a cheap pub .".split(), own)
+    assert got == pytest.approx((1 + 4 / 6 + 2 / 5 + 1 / 4) / 4)
+    assert closeness("pub pub pub".split(), own) == pytest.approx((1 / 3 + 0 + 0 + 0) / 4)  # clipped counts
+
+
+def test_close_picks_of_the_faultless_candidates_the_one_nearest_the_own_text():
+    """``+close``: the wider search joins even when the first list has a faultless candidate, and
+    of those with the fewest faults the one nearest ``near`` wins (the model's order breaks ties);
+    without ``near`` the widen rule and the pick are as before."""
+    from segviz.decode.seg import _reranked
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    own = _result(records, [("The Eagle", 1), ("is a pub .", 2)])  # the price left out
+    far = _result(records, [("The Eagle", 1), ("serves cheap food", 3), ("in a pub .", 2)])
+    near = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap food .", 3)])
+    repeated = _result(records, [("The Eagle is a pub", 1), ("that is a pub .", 2)])
+    calls = []
+
+    def wider():
+        calls.append(1)
+        return [far, near]
+
+    rules = dataclasses.replace(value_rules("auto+rerank+widen+free+keep+close"), dataset="e2e")
+    best = _reranked(rules, records, [repeated, far], wider, own.tokens)
+    assert best is near and calls == [1] and best.scores["rerank_rank"] == 2
+    calls.clear()
+    assert _reranked(rules, records, [repeated, far], wider) is far and calls == []  # no own text: as widen
+    assert _reranked(rules, records, [near, far], None, own.tokens) is near
+    assert _reranked(rules, records, [far, near], None, far.tokens) is far
+
+
 def test_free_keeps_an_exact_free_text_and_otherwise_none():
     """``+rerank+free``: the unconstrained output, when the record checker finds it exact (its
     segments aside), labelled with the constraints asked and marked; None (the constrained pick

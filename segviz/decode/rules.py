@@ -317,6 +317,7 @@ class ValueRules:
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
     keep: bool = False  # with free: the unconstrained system and the free text are the model's own search (no rerank, no widen)
+    close: bool = False  # with free: when the free text has a fault, the wider beam always joins and the pick is nearest it
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
@@ -355,19 +356,20 @@ class ValueRules:
         return self.value_bigrams.get(word, frozenset()).union(*(self.attribute_words[a] for a in attrs))
 
 
-GUIDED = "+rerank+widen+free+keep"  # the checker-guided setting (the app's "Checker-guided" option; session 16: +keep)
+GUIDED = "+rerank+widen+free+keep+close"  # the checker-guided setting (the app's "Checker-guided" option; +keep: session 16, +close: 17)
 
 
 def guided_rules(name: str | None) -> str:
     """The value rules ``name`` (None: :data:`DEFAULT_VALUE_RULES`) with the checker-guided
     switches :data:`GUIDED`: the model's own unconstrained text is kept where the checker finds it
     exact (``free``, ``keep``); elsewhere the checker reranks the constrained n-best (``rerank``)
-    and a wider search joins when every candidate has a fault (``widen``)."""
+    and a wider search joins (``widen``), and of the candidates with the fewest faults the one
+    nearest the model's own text is taken (``close``)."""
     return (name or DEFAULT_VALUE_RULES) + GUIDED
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -400,7 +402,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     (with ``rerank``, under r / rm) returns the unconstrained output (under the same rules) when the
     record checker finds it exact, the constrained pick otherwise, and ``keep`` (with ``free``) takes
     that free text, and the unconstrained system's output, from the model's own search (no rerank,
-    no widen: the checker guides only +R / +RM); ``once`` (under r / rm / a plan) keeps a value that the text has said,
+    no widen: the checker guides only +R / +RM), and ``close`` (with ``free``), when the free text
+    has a fault, always lets the wider search join and picks, of the candidates with the fewest
+    faults, the one whose n-grams the free text holds most (:func:`segviz.rerank.closeness`);
+    ``once`` (under r / rm / a plan) keeps a value that the text has said,
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value

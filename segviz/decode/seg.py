@@ -139,8 +139,10 @@ def generate_seg(
     a wider search joins them when every one has a fault (:func:`_reranked`), and with
     ``rules.free`` (r / rm, no plan) the unconstrained output is kept when the record checker
     finds it exact (:func:`_free_pick`); with ``rules.keep`` too that free text, and the output
-    under "none", come from the model's own search (:func:`_unguided`); ``elapsed_ms`` then
-    counts every search."""
+    under "none", come from the model's own search (:func:`_unguided`); with ``rules.close`` too
+    the wider search always joins when the free text has a fault, and the checker's pick is the
+    faultless candidate nearest the free text (:func:`segviz.rerank.closeness`); ``elapsed_ms``
+    then counts every search."""
     rules = options.get("rules")
     unconstrained = plan is None and constraint(constraints).name == "none"
     if rules is not None and rules.keep and rules.free and unconstrained:
@@ -153,13 +155,14 @@ def generate_seg(
     def search(width: int) -> list[GenerationResult]:
         return generate_seg_nbest(model, vocab, records, constraints, width, width, plan=plan, system=system, **options)
 
-    best = None
+    best = own = None
     if rules.free and plan is None and not unconstrained:
         free_options = {k: v for k, v in options.items() if k not in _RULE_OPTIONS}
         own = generate_seg(model, vocab, records, "none", beam, system=system, **free_options)  # keep: unguided
         best = _free_pick(rules, records, own, constraint(constraints).name)
     if best is None:
-        best = _reranked(rules, records, search(beam), lambda: search(WIDEN * beam))
+        near = own.tokens if own is not None and rules.close else None  # close: nearest the own text
+        best = _reranked(rules, records, search(beam), lambda: search(WIDEN * beam), near)
     return dataclasses.replace(best, elapsed_ms=(time.perf_counter() - t0) * 1000)
 
 
@@ -169,7 +172,7 @@ _RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search tak
 
 def _unguided(rules: ValueRules) -> ValueRules:
     """``rules`` without the checker's switches: the model's own search (``keep``)."""
-    return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False)
+    return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False, close=False)
 
 
 def _free_pick(rules: ValueRules, records: list[Record], own: GenerationResult, label: str) -> GenerationResult | None:
@@ -189,21 +192,24 @@ def _reranked(
     records: list[Record],
     ranked: list[GenerationResult],
     wider: Callable[[], list[GenerationResult]] | None = None,
+    near: list[str] | None = None,
 ) -> GenerationResult:
     """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks.
-    With ``rules.widen`` too, when every candidate has a fault, ``wider()`` (the n-best of a
-    ``WIDEN`` times wider beam) joins the list after them and the checker picks again; not when
+    With ``rules.widen`` too, when every candidate has a fault (always, given ``near``: the
+    ``close`` switch), ``wider()`` (the n-best of a ``WIDEN`` times wider beam) joins the list
+    after them and the checker picks again, the fewest faults nearest ``near`` if given; not when
     ``ranked`` is already a fallback (its wider tries failed), and a fallback of the wider search
     does not join a list that met the constraints."""
     if rules is None or not rules.rerank:
         return ranked[0]
     from segviz.rerank import rerank
 
-    best = rerank(rules.dataset, records, ranked)
-    if rules.widen and best.scores["rerank_faults"] and wider is not None and not ranked[0].fallback_used:
+    best = rerank(rules.dataset, records, ranked, near)
+    again = best.scores["rerank_faults"] or near is not None
+    if rules.widen and again and wider is not None and not ranked[0].fallback_used:
         texts = {c.text for c in ranked}
         pool = ranked + [c for c in wider() if c.text not in texts and not c.fallback_used]
-        best = rerank(rules.dataset, records, pool)
+        best = rerank(rules.dataset, records, pool, near)
         best.scores = {**best.scores, "rerank_widened": len(pool)}
     return best
 
