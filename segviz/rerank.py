@@ -6,7 +6,8 @@ model's order) with the fewest faults, where a fault is an error of the record-l
 (wrong, repeated, missing, hallucinated: :mod:`segviz.faithfulness`) or, for the segment model,
 a segment that does not say its own record (absent value, other record, unrealised:
 :func:`segviz.faithfulness.segment_verdicts`). Ties keep the model's order, so with one
-faultless candidate among five the model's preference still decides between equals.
+faultless candidate among five the model's preference still decides between equals; with
+``close`` the candidate nearest the model's own free text decides instead (:func:`closeness`).
 
 This is a separately named setting (docs/design.md §6): the checker is also what the stress
 suites measure, so the tables report it beside the rows without it, never in their place.
@@ -41,7 +42,8 @@ def faults(dataset: str, records: list[Record], result: GenerationResult) -> int
 def closeness(tokens: list[str], own: list[str], n_max: int = 4) -> float:
     """How much of ``tokens`` the model's own text ``own`` holds: the mean over n = 1..``n_max``
     of the share of ``tokens``' n-grams found in ``own`` (clipped counts, lower-cased; BLEU's
-    modified precision with ``own`` as the reference). 1.0 when ``tokens`` is a part of ``own``."""
+    modified precision with ``own`` as the reference; a share of no n-grams counts 0). 1.0 when
+    ``tokens``, of ``n_max`` tokens or more, is a part of ``own``."""
     a, b = [t.lower() for t in tokens], [t.lower() for t in own]
     shares = []
     for n in range(1, n_max + 1):

@@ -222,8 +222,51 @@ def test_close_picks_of_the_faultless_candidates_the_one_nearest_the_own_text():
     assert best is near and calls == [1] and best.scores["rerank_rank"] == 2
     calls.clear()
     assert _reranked(rules, records, [repeated, far], wider) is far and calls == []  # no own text: as widen
-    assert _reranked(rules, records, [near, far], None, own.tokens) is near
-    assert _reranked(rules, records, [far, near], None, far.tokens) is far
+    assert _reranked(rules, records, [far, near], None, own.tokens) is near  # not the model's first
+    assert _reranked(rules, records, [near, far], None, far.tokens) is far
+    twin = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap food .", 3)])
+    assert _reranked(rules, records, [twin, near], None, own.tokens) is twin  # a tie: the model's order
+    no_widen = dataclasses.replace(rules, widen=False)
+    assert _reranked(no_widen, records, [repeated, far], wider, own.tokens) is far and calls == []
+
+
+def test_close_runs_the_wider_search_only_where_the_free_text_has_a_fault(monkeypatch):
+    """``+rerank+widen+free+keep+close`` through ``generate_seg``: an exact free text is the output
+    (one search); one that leaves a record out brings the constrained search and always the wider
+    one, though the first list is faultless, and the pick nearest the free text; under a plan the
+    free text is not decoded and a faultless list is not widened."""
+    from segviz.decode import seg as seg_decode
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    exact = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap prices .", 3)])
+    missing = _result(records, [("The Eagle", 1), ("is a pub .", 2)])
+    far = _result(records, [("The Eagle", 1), ("serves cheap food", 3), ("in a pub .", 2)])
+    near = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap food .", 3)])
+    calls, lists = [], {}
+
+    def nbest(model, vocab, recs, constraints, beam, n, *, plan=None, system="seg", rules=None, **options):
+        calls.append((constraints, beam, n, plan))
+        out = lists.get((constraints, beam), [exact])
+        return [dataclasses.replace(c, constraints=constraints) for c in out]
+
+    monkeypatch.setattr(seg_decode, "generate_seg_nbest", nbest)
+    rules = dataclasses.replace(value_rules("auto+rerank+widen+free+keep+close"), dataset="e2e")
+    assert rules.close and not seg_decode._unguided(rules).close
+    seg_decode.generate_seg(None, None, records, "rm", 5, rules=rules)
+    assert calls == [("none", 5, 1, None)]
+    calls.clear()
+    lists.update({("none", 5): [missing], ("rm", 5): [far], ("rm", 20): [far, near]})
+    res = seg_decode.generate_seg(None, None, records, "rm", 5, rules=rules)
+    assert calls == [("none", 5, 1, None), ("rm", 5, 5, None), ("rm", 20, 20, None)]
+    assert res.text == near.text and res.scores["rerank_widened"] == 2
+    calls.clear()
+    no_close = dataclasses.replace(rules, close=False)  # the first list is faultless: no wider search
+    assert seg_decode.generate_seg(None, None, records, "rm", 5, rules=no_close).text == far.text
+    assert calls == [("none", 5, 1, None), ("rm", 5, 5, None)]
+    calls.clear()
+    lists[("rm", 5)] = [far]
+    seg_decode.generate_seg(None, None, records, "rm", 5, plan=[1, 3, 2], rules=rules)
+    assert calls == [("rm", 5, 5, [1, 3, 2])]
 
 
 def test_free_keeps_an_exact_free_text_and_otherwise_none():

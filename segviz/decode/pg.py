@@ -160,7 +160,7 @@ def generate_pg(
     ``no_repeat_ngram`` and ``rules.absent`` as for the segment model): the first of
     :func:`generate_pg_nbest`, whose keyword ``options`` (``max_len``, ``system``,
     ``length_penalty``, ``no_repeat_ngram``, ``rules``) and defaults it takes; ``rules.rerank``
-    and ``rules.widen`` as for :func:`~segviz.decode.seg.generate_seg` (``free`` does nothing here;
+    and ``rules.widen`` as for :func:`~segviz.decode.seg.generate_seg` (``free`` and ``close`` do nothing here;
     with ``free`` and ``keep``, PG, an unconstrained system, is the model's own search)."""
     from segviz.decode.seg import WIDEN, _reranked, _unguided
 

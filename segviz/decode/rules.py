@@ -317,7 +317,7 @@ class ValueRules:
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
     keep: bool = False  # with free: the unconstrained system and the free text are the model's own search (no rerank, no widen)
-    close: bool = False  # with free: when the free text has a fault, the wider beam always joins and the pick is nearest it
+    close: bool = False  # with free: when the free text has a fault, the pick is nearest it (with widen: the wider beam always joins)
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said

@@ -140,8 +140,8 @@ def generate_seg(
     ``rules.free`` (r / rm, no plan) the unconstrained output is kept when the record checker
     finds it exact (:func:`_free_pick`); with ``rules.keep`` too that free text, and the output
     under "none", come from the model's own search (:func:`_unguided`); with ``rules.close`` too
-    the wider search always joins when the free text has a fault, and the checker's pick is the
-    faultless candidate nearest the free text (:func:`segviz.rerank.closeness`); ``elapsed_ms``
+    the wider search always joins (with ``rules.widen``) when the free text has a fault, and the
+    checker's pick is, of the candidates with the fewest faults, the one nearest the free text (:func:`segviz.rerank.closeness`); ``elapsed_ms``
     then counts every search."""
     rules = options.get("rules")
     unconstrained = plan is None and constraint(constraints).name == "none"
