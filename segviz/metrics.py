@@ -28,9 +28,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import sacrebleu
 
-__all__ = ["corpus_scores", "bleu", "ptb_tokenize", "distinct_ngrams", "java_available"]
+__all__ = ["corpus_scores", "bleu", "bleu_stats", "bleu_from_stats", "bleu_gap_interval", "ptb_tokenize", "distinct_ngrams", "java_available"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,40 @@ def bleu(hyps: list[str], refs: list[list[str]]) -> float:
     # (k, N) streams; missing references are None, which sacrebleu removes per segment.
     streams = [[r[j] if j < len(r) else None for r in refs] for j in range(k)]
     return sacrebleu.corpus_bleu(hyps, streams, lowercase=True, tokenize="13a").score / 100.0
+
+
+def bleu_stats(hyps: list[str], refs: list[list[str]]) -> np.ndarray:
+    """What corpus BLEU (:func:`bleu`'s settings) adds up, per output: ``(N, 10)`` rows of the
+    output's length, its closest reference length, the matched and the total n-grams for
+    n = 1..4. Summed over any outputs, :func:`bleu_from_stats` gives their corpus BLEU."""
+    _check(hyps, refs)
+    scorer = sacrebleu.BLEU(lowercase=True, tokenize="13a", effective_order=True)  # order: the score only
+    rows = []
+    for h, rs in zip(hyps, refs, strict=True):
+        s = scorer.sentence_score(h, [r for r in rs if r is not None])
+        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
+    return np.asarray(rows, dtype=np.int64)
+
+
+def bleu_from_stats(total: np.ndarray) -> float:
+    """Corpus BLEU in [0, 1] from the summed rows of :func:`bleu_stats` (``(10,)``)."""
+    t = [int(v) for v in total]
+    return sacrebleu.BLEU.compute_bleu(t[2:6], t[6:10], t[0], t[1]).score / 100.0
+
+
+def bleu_gap_interval(
+    a: np.ndarray, b: np.ndarray, n: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Paired bootstrap (Koehn, 2004) of BLEU(a) - BLEU(b) in BLEU points, ``a`` and ``b`` the
+    :func:`bleu_stats` of two systems on the same N inputs (``(N, 10)``): the inputs drawn with
+    replacement ``n`` times (seeded), the central ``level`` interval of the gap."""
+    if a.shape != b.shape or not len(a):
+        raise ValueError(f"two systems on the same inputs, got {a.shape} and {b.shape}")
+    draws = np.random.default_rng(seed).integers(0, len(a), size=(n, len(a)))  # (n, N)
+    A, B = a[draws].sum(1), b[draws].sum(1)  # (n, 10) each
+    gaps = [100 * (bleu_from_stats(x) - bleu_from_stats(y)) for x, y in zip(A, B, strict=True)]
+    lo, hi = np.quantile(gaps, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def ptb_tokenize(texts: list[str]) -> list[str]:

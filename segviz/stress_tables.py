@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from segviz.decode import CONSTRAINT_LABELS
-from segviz.metrics import bleu
+from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
 from segviz.records import HALVES
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ def references(long: list[dict], items: list[DevItem], dataset: str) -> dict:
     unconstrained output the checker finds exact (``complete``: how many), and the +RM cost on
     every input scored against its references that the checker finds exact (``cost_exact_refs``;
     all of an input's references where none is): a text that says every record cannot match a
-    reference that leaves one out, however well it is worded."""
+    reference that leaves one out, however well it is worded; and how sure the +RM cost on every
+    input is (``cost_interval``: :func:`_cost_interval`)."""
     from segviz.faithfulness import check
 
     inputs = {r["item"]: items[r["item"]] for r in long}
@@ -84,7 +85,19 @@ def references(long: list[dict], items: list[DevItem], dataset: str) -> dict:
     if done and all(sel.values()):
         cost = (aggregate(sel["none"], items)["bleu"] - aggregate(sel["rm"], items)["bleu"]) * 100
     return {"refs_leaving_out": gaps / n_refs if n_refs else 0.0, "complete": len(done), "cost_complete": cost,
-            "cost_exact_refs": _cost_against(long, {i: rs or inputs[i].refs for i, rs in exact.items()})}
+            "cost_exact_refs": _cost_against(long, {i: rs or inputs[i].refs for i, rs in exact.items()}),
+            "cost_interval": _cost_interval(long, {i: it.refs for i, it in inputs.items()})}
+
+
+def _cost_interval(long: list[dict], refs: dict[int, list[str]]) -> tuple[float, float] | None:
+    """The 95% paired-bootstrap interval of +RM's cost (BLEU points, ``none`` minus ``rm``) over
+    the inputs of ``long`` (1000 draws, seed 0; :func:`segviz.metrics.bleu_gap_interval`): with
+    30 to 100 inputs a bucket's cost moves by a point or more from the draw of inputs alone."""
+    by = {s: sorted((r["item"], r["text"]) for r in long if r["system"] == s) for s in ("none", "rm")}
+    if not by["none"] or [i for i, _ in by["none"]] != [i for i, _ in by["rm"]]:
+        return None
+    stats = {s: bleu_stats([t for _, t in rows], [refs[i] for i, _ in rows]) for s, rows in by.items()}
+    return bleu_gap_interval(stats["none"], stats["rm"])
 
 
 def _cost_against(long: list[dict], refs: dict[int, list[str]]) -> float | None:
@@ -148,6 +161,10 @@ def summarise(
 
 def _points(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.1f}"
+
+
+def _interval(v: tuple[float, float] | None) -> str:
+    return "n/a" if v is None else f"[{v[0]:+.1f}, {v[1]:+.1f}]"
 
 
 def _pct(v: float | None) -> str:
@@ -223,7 +240,7 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
         "inputs",
         *(f"BLEU {LABELS[s]}" for s in systems),
         "+RM cost (BLEU)",
-        *(["references leaving a record out", "+RM cost where ours is exact (inputs)", "+RM cost against exact references"] if refs else []),
+        *(["+RM cost, 95% interval", "references leaving a record out", "+RM cost where ours is exact (inputs)", "+RM cost against exact references"] if refs else []),
         *(f"SER {LABELS[s]}" for s in systems),
     ]
 
@@ -236,7 +253,8 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
             str(a["none"]["outputs"]),
             *(f"{a[s].get('bleu', 0):.4f}" for s in systems),
             _points(cost),
-            *([_pct(ref["refs_leaving_out"]) if ref else "n/a", exact, _points(ref and ref.get("cost_exact_refs"))] if refs else []),
+            *([_interval(ref and ref.get("cost_interval")), _pct(ref["refs_leaving_out"]) if ref else "n/a", exact,
+               _points(ref and ref.get("cost_exact_refs"))] if refs else []),
             *(_pct(a[s]["ser"]) for s in systems),
         ]
 

@@ -111,3 +111,44 @@ def test_leave_one_out_human_references_plausible():
     assert 0.25 < s["bleu"] < 0.8
     assert 0.4 < s["rouge_l"] < 0.85
     assert 0.5 < s["cider"] < 4.0
+
+
+def test_bleu_stats_add_up_to_corpus_bleu_for_any_subset():
+    """Summed per-output statistics give :func:`bleu` exactly, on any subset (what the bootstrap
+    draws), with references of different counts (None padding as :func:`bleu` takes them)."""
+    import numpy as np
+
+    from segviz.metrics import bleu_from_stats, bleu_stats
+
+    hyps = ["The Eagle is a cheap pub .", "Aromi is a coffee shop", "a b c d e f", "Zizzi is near the river ."]
+    refs = [["the eagle is a cheap pub in the city ."], ["Aromi is a coffee shop .", "Aromi serves coffee ."],
+            ["a b c d x f"], ["Zizzi is a pub near the river .", None]]
+    st = bleu_stats(hyps, refs)
+    assert st.shape == (4, 10) and st[0, 0] == 7 and st[0, 2] == 7  # 7 words, all seven unigrams match
+    assert bleu_from_stats(st.sum(0)) == pytest.approx(bleu(hyps, refs), abs=1e-12)
+    for subset in ([0, 1], [1, 3, 3], [2, 0, 0, 1]):
+        sub = np.array(subset)
+        want = bleu([hyps[i] for i in subset], [refs[i] for i in subset])
+        assert bleu_from_stats(st[sub].sum(0)) == pytest.approx(want, abs=1e-12)
+
+
+def test_bleu_gap_interval_is_paired_seeded_and_covers_the_gap():
+    import numpy as np
+
+    from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
+
+    refs = [["the place number is a cheap pub near the river ."] for _ in range(40)]
+    good = [r[0] if i % 4 else "the place is a cheap pub ." for i, r in enumerate(refs)]
+    words = "the place number is a cheap pub near the river .".split()
+    worse = [" ".join(w for j, w in enumerate(words) if j % 7 != i % 7) for i in range(40)]  # one word left out
+    a, b = bleu_stats(good, refs), bleu_stats(worse, refs)
+    assert bleu_gap_interval(a, a) == (0.0, 0.0)  # paired: the same system never differs
+    lo, hi = bleu_gap_interval(a, b)
+    gap = 100 * (bleu(good, refs) - bleu(worse, refs))
+    assert 0 < lo < gap < hi < 100 and (lo, hi) == bleu_gap_interval(a, b)  # seeded
+    assert bleu_gap_interval(a, b, seed=1) != (lo, hi)
+    narrow = bleu_gap_interval(a, b, level=0.5)
+    assert lo < narrow[0] < narrow[1] < hi
+    with pytest.raises(ValueError):
+        bleu_gap_interval(a, b[:-1])
+    assert np.all(a[:, 2:6] <= a[:, 6:10])  # matches never exceed the n-grams there are

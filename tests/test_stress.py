@@ -10,7 +10,7 @@ from conftest import DATA_DIR, data_available
 
 from segviz import checkpoint, faithfulness, invented, stress, stress_tables
 from segviz.examples import EXAMPLES, REFERENCES
-from segviz.metrics import bleu
+from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
 from segviz.records import parse_e2e_mr
 from segviz.stress import DevItem
 
@@ -120,8 +120,13 @@ def test_summary_and_tables(e2e_run):
             said = {(r["item"], r["system"]): r["text"] for r in rows}
             b = {s: bleu([said[i, s] for i in ids], [good[i] for i in ids]) for s in ("none", "rm")}
             assert ref["cost_exact_refs"] == pytest.approx((b["none"] - b["rm"]) * 100)
+            # the paired bootstrap over the bucket's inputs, against all their references
+            st = {s: bleu_stats([said[i, s] for i in ids], [items[i].refs for i in ids]) for s in ("none", "rm")}
+            assert ref["cost_interval"] == bleu_gap_interval(st["none"], st["rm"])
+            assert ref["cost_interval"][0] <= ref["cost_interval"][1]
     assert "references leaving a record out" in stress.render(with_refs)
     assert "+RM cost against exact references" in stress.render(with_refs)
+    assert "+RM cost, 95% interval" in stress.render(with_refs)
 
 
 def test_webnlg_substitution_keeps_entities_consistent():
@@ -255,6 +260,7 @@ def test_exact_references_turn_the_cost_of_saying_everything_around():
     # against `full` alone: the free text loses what it does not share with it, +RM scores 1.0
     assert ref["cost_exact_refs"] == pytest.approx((bleu([short], [[full]]) - 1.0) * 100)
     assert ref["cost_exact_refs"] < -50
+    assert ref["cost_interval"] == (0.0, 0.0)  # one input: every draw is it, and each text matches one reference
 
 
 @pytest.mark.skipif(not data_available(), reason="needs ../shared/data")
