@@ -153,6 +153,9 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         if where is not None:
             rec, span = where.record if rec is None else rec, span or where.span
         ui.show_output(view, cmp.records, t, rec, highlight_span=span, stale=stale)
+        choice = service.guided_choice(res) if cmp.guided and res is not None else None
+        if choice:
+            st.caption(f"Checker-guided: {choice}")  # fixed words and numbers, no user text
         if where is not None:
             st.caption(f"Selected row: {viz.esc(where.note)}.")
 

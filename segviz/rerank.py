@@ -68,4 +68,23 @@ def rerank(
     i = fewest[0] if own is None else max(fewest, key=lambda j: (closeness(candidates[j].tokens, own), -j))
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
+    if own is not None:
+        best.scores["rerank_near"] = closeness(best.tokens, own)
     return best
+
+
+def guided_choice(result: GenerationResult) -> str | None:
+    """How the checker chose ``result``, in words for the app (from its ``rerank_*`` scores); None
+    when no checker chose it (the model's own search)."""
+    sc = result.scores or {}
+    if sc.get("rerank_free"):
+        return "The model's own unconstrained text: the checker finds that it states every record."
+    if "rerank_rank" not in sc:
+        return None
+    n = sc.get("rerank_widened")
+    pool = f"{n} candidates of the beam and a four times wider one" if n else "the beam's candidates"
+    faults = sc["rerank_faults"]
+    how = (f"the one nearest the model's own text ({100 * sc['rerank_near']:.0f}% of its n-grams there)"
+           if "rerank_near" in sc else "the first in the model's order")
+    return (f"Candidate {sc['rerank_rank'] + 1} of {pool}: {faults} fault{'' if faults == 1 else 's'} by the checker "
+            f"(the model's first: {sc['rerank_faults_before']}); of the fewest faults, {how}.")

@@ -46,6 +46,7 @@ from segviz.plans import (
     sample_plans,
 )
 from segviz.records import RecordError
+from segviz.rerank import guided_choice
 from segviz.results import (
     LEVEL_NAMES,
     NOT_MEASURED,
@@ -91,6 +92,7 @@ from segviz.systems import (
 )
 
 __all__ = [
+    "guided_choice",
     "CHECKPOINT_ENV",
     "MAX_RECORDS",
     "MAX_VALUE_CHARS",

@@ -102,6 +102,9 @@ def test_checker_guided_option_reaches_the_url_and_the_caption(env):
     _generate(at)
     assert at.query_params["guided"] == "1" and at.session_state["playground_request"][4] is True
     assert any("checker-guided" in c.value for c in at.caption)
+    # how the checker chose the segment model's +RM text (its own free text here), PG none
+    said = [c.value for c in at.caption if c.value.startswith("Checker-guided: ")]
+    assert said == ["Checker-guided: The model's own unconstrained text: the checker finds that it states every record."]
     at2 = AppTest.from_file(APP, default_timeout=120)  # the link brings the option back
     at2.query_params.update({"dataset": "e2e", "records": service.records_to_param(records), "guided": "1"})
     at2.run()

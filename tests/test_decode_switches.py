@@ -269,6 +269,31 @@ def test_close_runs_the_wider_search_only_where_the_free_text_has_a_fault(monkey
     assert calls == [("rm", 5, 5, [1, 3, 2])]
 
 
+def test_guided_choice_says_how_the_checker_chose():
+    """The Playground's line under a checker-guided output, from the result's ``rerank_*`` scores."""
+    from segviz.rerank import guided_choice, rerank
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], priceRange[cheap]")
+    own = _result(records, [("The Eagle", 1), ("is a pub .", 2)])
+    far = _result(records, [("The Eagle", 1), ("serves cheap food", 3), ("in a pub .", 2)])
+    near = _result(records, [("The Eagle", 1), ("is a pub", 2), ("with cheap food .", 3)])
+    repeated = _result(records, [("The Eagle is a pub", 1), ("that is a pub .", 2)])
+    assert guided_choice(own) is None  # no checker chose it
+    kept = dataclasses.replace(own, scores={"rerank_free": True})
+    assert guided_choice(kept) == "The model's own unconstrained text: the checker finds that it states every record."
+    best = rerank("e2e", records, [repeated, far, near], own.tokens)
+    # "the eagle is a pub with cheap food ." against "the eagle is a pub .": 6/9, 4/8, 3/7, 2/6
+    assert best is near and best.scores["rerank_near"] == pytest.approx((6 / 9 + 4 / 8 + 3 / 7 + 2 / 6) / 4)
+    assert guided_choice(best) == (
+        "Candidate 3 of the beam's candidates: 0 faults by the checker (the model's first: 2); "
+        "of the fewest faults, the one nearest the model's own text (48% of its n-grams there)."
+    )
+    best.scores["rerank_widened"] = 22
+    assert guided_choice(best).startswith("Candidate 3 of 22 candidates of the beam and a four times wider one: ")
+    plain = rerank("e2e", records, [repeated, far, near])
+    assert "rerank_near" not in plain.scores and guided_choice(plain).endswith("the first in the model's order.")
+
+
 def test_free_keeps_an_exact_free_text_and_otherwise_none():
     """``+rerank+free``: the unconstrained output, when the record checker finds it exact (its
     segments aside), labelled with the constraints asked and marked; None (the constrained pick
