@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 from pathlib import Path
 
 import torch
@@ -27,7 +26,7 @@ from segviz.decode.seg import WIDEN, generate_seg_nbest
 from segviz.metrics import bleu
 from segviz.posterior import text_posterior
 from segviz.records import tokenize
-from segviz.rerank import faults
+from segviz.rerank import closeness, faults
 
 
 def pools(run: dict, seg, items: dict, half: str) -> dict[int, dict]:
@@ -60,14 +59,9 @@ def _texts(run: dict) -> dict[int, dict[str, str]]:
     return out
 
 
-def _ngrams(text: str, n: int) -> Counter:
-    w = text.lower().split()
-    return Counter(tuple(w[i : i + n]) for i in range(len(w) - n + 1))
-
-
 def precision(text: str, own: str) -> float:
-    return sum(sum((_ngrams(text, n) & _ngrams(own, n)).values()) / max(1, sum(_ngrams(text, n).values()))
-               for n in range(1, 5)) / 4  # fmt: skip
+    """``close``'s measure on the detokenised texts split at spaces (what the probe read)."""
+    return closeness(text.split(), own.split())
 
 
 def f1(text: str, own: str) -> float:

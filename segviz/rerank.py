@@ -64,12 +64,13 @@ def rerank(
     if not candidates:
         raise ValueError("rerank needs at least one candidate")
     counts = [faults(dataset, records, c) for c in candidates]
-    fewest = [j for j in range(len(candidates)) if counts[j] == min(counts)]
-    i = fewest[0] if own is None else max(fewest, key=lambda j: (closeness(candidates[j].tokens, own), -j))
+    fewest = [j for j, n in enumerate(counts) if n == min(counts)]
+    near = {j: closeness(candidates[j].tokens, own) for j in fewest} if own is not None else {}
+    i = max(fewest, key=lambda j: (near[j], -j)) if near else fewest[0]
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
-    if own is not None:
-        best.scores["rerank_near"] = closeness(best.tokens, own)
+    if near:
+        best.scores["rerank_near"] = near[i]
     return best
 
 

@@ -93,18 +93,25 @@ def _cost_interval(long: list[dict], refs: dict[int, list[str]]) -> tuple[float,
     """The 95% paired-bootstrap interval of +RM's cost (BLEU points, ``none`` minus ``rm``) over
     the inputs of ``long`` (1000 draws, seed 0; :func:`segviz.metrics.bleu_gap_interval`): with
     30 to 100 inputs a bucket's cost moves by a point or more from the draw of inputs alone."""
-    by = {s: sorted((r["item"], r["text"]) for r in long if r["system"] == s) for s in ("none", "rm")}
-    if not by["none"] or [i for i, _ in by["none"]] != [i for i, _ in by["rm"]]:
+    by = _paired(long)
+    if by is None:
         return None
     stats = {s: bleu_stats([t for _, t in rows], [refs[i] for i, _ in rows]) for s, rows in by.items()}
     return bleu_gap_interval(stats["none"], stats["rm"])
 
 
+def _paired(long: list[dict]) -> dict[str, list[tuple[int, str]]] | None:
+    """``{"none": [(item, text)], "rm": [...]}`` in item order; None unless both systems have the
+    same inputs (and some)."""
+    by = {s: sorted((r["item"], r["text"]) for r in long if r["system"] == s) for s in ("none", "rm")}
+    return by if by["none"] and [i for i, _ in by["none"]] == [i for i, _ in by["rm"]] else None
+
+
 def _cost_against(long: list[dict], refs: dict[int, list[str]]) -> float | None:
     """BLEU points that +RM (``rm`` rows) loses against ``none`` over the inputs of ``long``,
     each scored against ``refs[item]``."""
-    by = {s: sorted((r["item"], r["text"]) for r in long if r["system"] == s) for s in ("none", "rm")}
-    if not by["none"] or [i for i, _ in by["none"]] != [i for i, _ in by["rm"]]:
+    by = _paired(long)
+    if by is None:
         return None
     score = lambda rows: bleu([t for _, t in rows], [refs[i] for i, _ in rows])  # noqa: E731
     return (score(by["none"]) - score(by["rm"])) * 100

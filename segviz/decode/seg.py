@@ -204,9 +204,10 @@ def _reranked(
         return ranked[0]
     from segviz.rerank import rerank
 
-    best = rerank(rules.dataset, records, ranked, near)
-    again = best.scores["rerank_faults"] or near is not None
-    if rules.widen and again and wider is not None and not ranked[0].fallback_used:
+    can_widen = rules.widen and wider is not None and not ranked[0].fallback_used
+    # close (near given) widens whatever the first list holds: its checking would be done twice
+    best = None if can_widen and near is not None else rerank(rules.dataset, records, ranked, near)
+    if can_widen and (best is None or best.scores["rerank_faults"]):
         texts = {c.text for c in ranked}
         pool = ranked + [c for c in wider() if c.text not in texts and not c.fallback_used]
         best = rerank(rules.dataset, records, pool, near)
