@@ -93,8 +93,8 @@ with right:
         "Checker-guided", guided_default, key="playground_guided",
         help="A separate setting, not the paper's decoding: +R / +RM keep the model's own unconstrained text "
         "where the automatic checker finds it states every record exactly; elsewhere the checker picks, among "
-        "the texts of the constrained beam and of a wider one, the text with the fewest faults that rewords "
-        "the least of the model's own "
+        "the texts of the constrained beam and of a wider one, the text with the fewest faults (then the fewest "
+        "values said with another relation's words) that rewords the least of the model's own "
         "(README, \"Checker-guided decoding\"). The unconstrained outputs (ours, PG) stay the model's own.",
     )
     go = st.button("Generate", type="primary", key="playground_generate")

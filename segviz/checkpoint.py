@@ -55,6 +55,7 @@ class Checkpoint:
     default_rules: str | None = None  # value rules chosen for this checkpoint (lexicon.json), if any
     known_names: frozenset = frozenset()  # proper names of the training inputs (lexicon.json "names")
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (lexicon.json "segments")
+    relation_words: dict = field(default_factory=dict)  # word -> attributes (lexicon.json "relations")
 
     def rules(self, name: str | None = None):
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
@@ -65,7 +66,10 @@ class Checkpoint:
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
         if rules is None:
             return None
-        return dataclasses.replace(rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words)
+        return dataclasses.replace(
+            rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words,
+            relation_words=self.relation_words,
+        )  # fmt: skip
 
     @property
     def model_config(self) -> ModelConfig:

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from segviz.data import DataError, Example, default_data_dir, load_split
-from segviz.records import Record, is_function_word, tokenize
+from segviz.records import Record, is_function_word, strip_accents, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,18 @@ SEGMENT_LIFT = 10  # a segment word is said this many times more often of its va
 
 Lexicon = dict[str, frozenset[str]]  # word -> features it states
 SegmentWords = dict[str, dict[str, frozenset[str]]]  # attribute -> word -> the values its segments say it of
+Relations = dict[str, frozenset[str]]  # word -> the attributes whose segments may say it ("": the attributes judged)
 
 
 def _is_content(word: str) -> bool:
     return not is_function_word(word)
+
+
+def plain_word(word: str) -> str:
+    """``word`` lower-cased, without accents or a possessive ending ("Hüseyin's" -> "huseyin"):
+    how :func:`relation_words` and the ``relations`` fault compare words."""
+    w = strip_accents(word.lower())
+    return w[:-2] if w.endswith("'s") else w.rstrip("'")
 
 
 def value_words(records: Iterable[Record]) -> set[str]:
@@ -116,17 +124,19 @@ def build(
     return {w: frozenset(fs) for w, fs in sorted(out.items())}
 
 
-def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64) -> tuple[Counter, Counter]:
+def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64) -> tuple[Counter, Counter, Counter]:
     """Viterbi-align every reference to its records (paper eq. 4-5 with max for sum): how many
-    segments of each ``(attribute, value)`` (``NULL`` for the null record) there are, and how
-    many of them say each content word ``((attribute, value), word)``."""
+    segments of each ``(attribute, value)`` (``NULL`` for the null record) there are, how
+    many of them say each content word ``((attribute, value), word)``, and the same for the
+    words of letters alone that are not among their input's value words, read by
+    :func:`plain_word` (:func:`value_words`; what :func:`relation_words` reads)."""
     import torch
 
     from segviz import dp
     from segviz.data import collate, encode
     from segviz.decode.beam import _clip
 
-    n_seg, n_word = Counter(), Counter()
+    n_seg, n_word, n_frame = Counter(), Counter(), Counter()
     model.eval()
     with torch.no_grad():
         for b in range(0, len(examples), batch_size):
@@ -134,11 +144,14 @@ def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64)
             batch = collate([encode(vocab, ex.records, ex.target) for ex in chunk], len(vocab))
             _, paths = dp.viterbi(model.potentials(batch).chain, batch.tgt_len, model.cfg.max_seg_len)
             for ex, path in zip(chunk, paths, strict=True):
+                values = {plain_word(w) for w in value_words(ex.records)}
                 for s, e, j in _clip(path, len(ex.target)):
                     key = (ex.records[j - 1].attribute, ex.records[j - 1].value.lower()) if j else NULL
+                    words = {w for w in ex.target[s:e] if _is_content(w)}
                     n_seg[key] += 1
-                    n_word.update((key, w) for w in set(ex.target[s:e]) if _is_content(w))
-    return n_seg, n_word
+                    n_word.update((key, w) for w in words)
+                    n_frame.update((key, p) for p in {plain_word(w) for w in words} - values if p.isalpha())
+    return n_seg, n_word, n_frame
 
 
 def segment_words(
@@ -150,7 +163,11 @@ def segment_words(
     ``SEGMENT_LIFT`` times less often (add-one counts) than the least of its own. Under ``""``:
     the words null segments never say (of the segments that say a word said ``MIN_SUPPORT``
     times or more, under ``threshold`` are null ones), each with no values."""
-    n_seg, n_word = _aligned_counts(model, vocab, examples)
+    return _segment_words(*_aligned_counts(model, vocab, examples)[:2], threshold, min_rate)
+
+
+def _segment_words(n_seg: Counter, n_word: Counter, threshold: float, min_rate: float) -> SegmentWords:
+    """:func:`segment_words` from the Viterbi counts of :func:`_aligned_counts`."""
     values: dict[str, list[str]] = {}
     for a, v in n_seg:
         if (a, v) != NULL:
@@ -175,6 +192,36 @@ def _values_of(a: str, w: str, values: list[str], n_seg: Counter, n_word: Counte
     return frozenset(mine) if min(rate[v] for v in mine) >= SEGMENT_LIFT * smoothed else frozenset()
 
 
+RELATION_SHARE = 0.9  # a relation word is said this share of times (or more) in its relations' segments
+RELATION_OWNERS = 3  # ... and names at most this many relations (a word of many, "located", names none)
+
+
+def relation_words(n_seg: Counter, n_word: Counter, threshold: float = THRESHOLD, min_rate: float = MIN_RATE) -> Relations:
+    """Word -> the attributes (WebNLG: relations) whose segments may say it, from the Viterbi
+    counts of :func:`_aligned_counts` summed over values: a content word is a relation word when
+    the attributes whose segments say it in at least ``min_rate`` of theirs (and ``MIN_SUPPORT``
+    times; its *owners*, at most ``RELATION_OWNERS``) hold at least ``RELATION_SHARE`` of its
+    record segments ("born" of ``birthPlace`` and ``birthDate``, "oclc" of ``OCLC_number``; the
+    counts are of the words that are not their input's values). Its attributes are the owners
+    and every attribute whose segments say it in ``threshold`` of theirs or more. Under ``""``:
+    the attributes with ``MIN_SUPPORT`` segments or more, the only ones the ``relations`` fault
+    judges (:func:`segviz.rerank.relation_faults`)."""
+    S, W, by_word = Counter(), Counter(), {}
+    for key, n in n_seg.items():
+        if key != NULL:
+            S[key[0]] += n
+    for (key, w), n in n_word.items():
+        if key != NULL:
+            W[(key[0], w)] += n
+            by_word.setdefault(w, set()).add(key[0])
+    out: Relations = {"": frozenset(a for a in S if S[a] >= MIN_SUPPORT)}
+    for w, attrs in sorted(by_word.items()):
+        owners = [a for a in attrs if S[a] >= MIN_SUPPORT and W[(a, w)] >= MIN_SUPPORT and W[(a, w)] / S[a] >= min_rate]
+        if 0 < len(owners) <= RELATION_OWNERS and sum(W[(a, w)] for a in owners) >= RELATION_SHARE * sum(W[(a, w)] for a in attrs):
+            out[w] = frozenset(owners) | {a for a in attrs if W[(a, w)] / S[a] >= threshold}
+    return out
+
+
 def _null_never(n_word: Counter, threshold: float) -> dict[str, frozenset[str]]:
     """Words said in ``MIN_SUPPORT`` segments or more, under ``threshold`` of them null ones."""
     said, null = Counter(), Counter()
@@ -197,15 +244,15 @@ def known_names(examples: list[Example]) -> list[str]:
     return sorted({name_key(t) for t in texts if any(ch.isupper() for ch in t)})
 
 
-def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozenset[str], SegmentWords]:
+def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozenset[str], SegmentWords, Relations]:
     """The lexicon stored beside a checkpoint, the value rules chosen for it on the tuning half
     (its ``value_rules`` field, written by ``--value-rules``), the training names (``names``,
-    :func:`known_names`) and the segment words (``segments``, :func:`segment_words`);
-    ``({}, None, frozenset(), {})`` when there is none or it is unreadable. One read of the
-    file for all four."""
+    :func:`known_names`), the segment words (``segments``, :func:`segment_words`) and the
+    relation words (``relations``, :func:`relation_words`); ``({}, None, frozenset(), {}, {})``
+    when there is none or it is unreadable. One read of the file for all five."""
     path = Path(checkpoint_dir or ".") / FILE
     if not path.exists():
-        return {}, None, frozenset(), {}
+        return {}, None, frozenset(), {}, {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         words = {str(w): frozenset(map(str, fs)) for w, fs in data["words"].items()}
@@ -214,11 +261,12 @@ def read(checkpoint_dir: Path | str | None) -> tuple[Lexicon, str | None, frozen
             str(a): {str(w): frozenset(map(str, vs)) for w, vs in ws.items()}
             for a, ws in data.get("segments", {}).items()
         }
+        relations = {str(w): frozenset(map(str, attrs)) for w, attrs in data.get("relations", {}).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: unreadable value lexicon (%s); decoding without it", path, e)
-        return {}, None, frozenset(), {}
+        return {}, None, frozenset(), {}, {}
     name = data.get("value_rules")
-    return words, name if isinstance(name, str) else None, names, segs
+    return words, name if isinstance(name, str) else None, names, segs, relations
 
 
 def load(checkpoint_dir: Path | str | None) -> Lexicon:
@@ -231,15 +279,21 @@ def default_rules(checkpoint_dir: Path | str | None) -> str | None:
     return read(checkpoint_dir)[1]
 
 
-def _checkpoint_segment_words(path: Path, examples: list[Example], args) -> SegmentWords:
-    """:func:`segment_words` by the segment model stored at ``path`` (ValueError for another kind)."""
+def _checkpoint_counts(path: Path, examples: list[Example]) -> tuple[Counter, Counter, Counter]:
+    """:func:`_aligned_counts` by the segment model stored at ``path`` (ValueError for another kind)."""
     from segviz import checkpoint
     from segviz.model import SegmentModel
 
     ck = checkpoint.load(path)
     if not isinstance(ck.model, SegmentModel):
-        raise ValueError(f"{path}: --segments needs a segment-model checkpoint (this one is {ck.model_config.kind})")
-    return segment_words(ck.model, ck.vocab, examples, args.threshold, args.min_rate)
+        raise ValueError(f"{path}: --segments and --relations need a segment-model checkpoint (this one is {ck.model_config.kind})")
+    return _aligned_counts(ck.model, ck.vocab, examples)
+
+
+def _relation_lines(rels: Relations) -> str:
+    """The ``relations`` section of lexicon.json, one line per word (``""``: the judged attributes)."""
+    lines = ",\n".join(f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(sorted(a), ensure_ascii=False)}" for w, a in rels.items())
+    return f', "relations": {{\n{lines}\n}}'
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoint's own alignment of the training references (segment models; the values rule)",
     )
     p.add_argument(
+        "--relations", action="store_true",
+        help="also learn which attributes' segments say each word, by the checkpoint's own alignment "
+        "of the training references (segment models; the relations switch)",
+    )
+    p.add_argument(
         "--clean", action="store_true",
         help="learn from the references the automatic checker finds exact only (as train --clean)",
     )
@@ -290,10 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     words = build(examples, args.threshold, args.min_rate, args.min_lift)
     try:
-        segs = _checkpoint_segment_words(args.checkpoint, examples, args) if args.segments else None
+        counts = _checkpoint_counts(args.checkpoint, examples) if args.segments or args.relations else None
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    segs = _segment_words(*counts[:2], args.threshold, args.min_rate) if args.segments else None
+    rels = relation_words(counts[0], counts[2], args.threshold, args.min_rate) if args.relations else None
     out = {
         "dataset": dataset,
         "threshold": args.threshold,
@@ -312,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     names = json.dumps(out.pop("names"), ensure_ascii=False)
     head = json.dumps(out, ensure_ascii=False)[:-1] + f', "names": {names}'  # one line per word below
-    (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}}}\n', encoding="utf-8")
+    tail = _relation_lines(rels) if rels else ""
+    (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}{tail}}}\n', encoding="utf-8")
     print(
         f"{len(words)} lexicon words from {len(examples)} {dataset} training references -> {args.checkpoint / FILE}"
     )

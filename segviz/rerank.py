@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import Counter
 
 from segviz import faithfulness
-from segviz.records import Record
+from segviz.lexicon import Relations, plain_word, value_words
+from segviz.records import Record, entity_text, tokenize
 from segviz.result import GenerationResult
 
 SEGMENT_FAULTS = ("absent value", "other record", "unrealised")
@@ -39,6 +40,52 @@ def faults(dataset: str, records: list[Record], result: GenerationResult) -> int
     return n
 
 
+def relation_faults(records: list[Record], result: GenerationResult, relations: Relations) -> int:
+    """Records of ``result`` said with a relation word (:func:`segviz.lexicon.relation_words`) that
+    the segments of their attribute never say in training, in their segment or in the words that
+    lead into their value (:func:`_lead_ins`): ``author`` in "... and the oclc number was Diane
+    Duane", ``was a crew member of`` in "who was born in Apollo 12". Words are read by
+    :func:`segviz.lexicon.plain_word`; words of the input's values and subjects do not count, nor
+    attributes the lexicon does not judge (too few training segments). At most one per record."""
+    judged = relations.get("", frozenset())
+    said = {plain_word(w) for w in value_words(records)}
+    words: dict[int, set[str]] = _lead_ins(records, result.tokens)
+    for s, e, k in result.segments or []:
+        if k:
+            words.setdefault(k, set()).update(plain_word(t) for t in result.tokens[s:e])
+    return sum(
+        any(w in relations and records[k - 1].attribute not in relations[w] for w in ws - said - {""})
+        for k, ws in words.items()
+        if records[k - 1].attribute in judged
+    )
+
+
+LEAD_IN = 6  # at most this many words before a value lead into it
+_LEAD_STOP = frozenset(",.;:()\"") | {"and"}  # ... and none across these
+
+
+def _lead_ins(records: list[Record], tokens: list[str]) -> dict[int, set[str]]:
+    """Record id (1..K) -> the words just before the first verbatim mention of its value in
+    ``tokens``: up to ``LEAD_IN`` of them, back to the nearest mention of an input entity (value
+    or subject), punctuation mark or "and" ("the oclc number was" of "... and the oclc number was
+    Diane Duane"); records whose value is not said verbatim have none."""
+    toks = [plain_word(t) for t in tokens]
+    spell = [[plain_word(t) for t in tokenize(entity_text(x))] for r in records for x in (r.value, r.subject or "") if x]
+    starts = [(i, len(e)) for e in spell for i in range(len(toks) - len(e) + 1) if e and toks[i : i + len(e)] == e]
+    covered = {j for i, n in starts for j in range(i, i + n)}
+    out = {}
+    for k, r in enumerate(records, 1):
+        v = [plain_word(t) for t in r.value_tokens]
+        i = next((i for i in range(len(toks) - len(v) + 1) if v and toks[i : i + len(v)] == v), None)
+        lead = []
+        while i is not None and i > 0 and len(lead) < LEAD_IN and i - 1 not in covered and toks[i - 1] not in _LEAD_STOP:
+            i -= 1
+            lead.append(toks[i])
+        if lead:
+            out[k] = set(lead)
+    return out
+
+
 def closeness(tokens: list[str], own: list[str], n_max: int = 4) -> float:
     """How much of ``tokens`` the model's own text ``own`` holds: the mean over n = 1..``n_max``
     of the share of ``tokens``' n-grams found in ``own`` (clipped counts, lower-cased; BLEU's
@@ -54,21 +101,31 @@ def closeness(tokens: list[str], own: list[str], n_max: int = 4) -> float:
 
 
 def rerank(
-    dataset: str, records: list[Record], candidates: list[GenerationResult], own: list[str] | None = None
+    dataset: str,
+    records: list[Record],
+    candidates: list[GenerationResult],
+    own: list[str] | None = None,
+    relations: Relations | None = None,
 ) -> GenerationResult:
     """The first of ``candidates`` (best first, as the beam ranks them) with the fewest faults;
     with ``own`` (the ``close`` switch: the tokens of the model's own unconstrained text) the one
     of those that is closest to it (:func:`closeness`; ties keep the model's order). Its
     ``scores`` say which rank it had (``rerank_rank``, 0 = the model's best) and how many faults
-    the model's best had (``rerank_faults_before``)."""
+    the model's best had (``rerank_faults_before``). With ``relations`` (the ``relations``
+    switch), of the fewest faults those with the fewest :func:`relation_faults` (the next
+    criterion: a weaker sign than the checker's), their counts in ``rerank_relations`` and
+    ``rerank_relations_before``."""
     if not candidates:
         raise ValueError("rerank needs at least one candidate")
     counts = [faults(dataset, records, c) for c in candidates]
-    fewest = [j for j, n in enumerate(counts) if n == min(counts)]
+    rel = [relation_faults(records, c, relations) if relations else 0 for c in candidates]
+    fewest = [j for j in range(len(candidates)) if (counts[j], rel[j]) == min(zip(counts, rel, strict=True))]
     near = {j: closeness(candidates[j].tokens, own) for j in fewest} if own is not None else {}
     i = max(fewest, key=lambda j: (near[j], -j)) if near else fewest[0]
     best = candidates[i]
     best.scores = {**best.scores, "rerank_rank": i, "rerank_faults": counts[i], "rerank_faults_before": counts[0]}
+    if relations:
+        best.scores.update(rerank_relations=rel[i], rerank_relations_before=rel[0])
     if near:
         best.scores["rerank_near"] = near[i]
     return best
@@ -87,5 +144,9 @@ def guided_choice(result: GenerationResult) -> str | None:
     faults = sc["rerank_faults"]
     how = (f"the one nearest the model's own text ({100 * sc['rerank_near']:.0f}% of its n-grams there)"
            if "rerank_near" in sc else "the first in the model's order")
+    if "rerank_relations" in sc:
+        r = sc["rerank_relations"]
+        how = (f"then the fewest values said with another relation's words ({r}; the model's first: "
+               f"{sc['rerank_relations_before']}), {how}")
     return (f"Candidate {sc['rerank_rank'] + 1} of {pool}: {faults} fault{'' if faults == 1 else 's'} by the checker "
             f"(the model's first: {sc['rerank_faults_before']}); of the fewest faults, {how}.")

@@ -96,7 +96,7 @@ class Comparison:
     seg: SystemView
     pg: SystemView
     warnings: list[str] = field(default_factory=list)
-    guided: bool = False  # checker-guided decoding (decode.GUIDED: rerank, widen, free, keep, close)
+    guided: bool = False  # checker-guided decoding (decode.GUIDED: rerank, widen, free, keep, close, relations)
 
 
 @contextmanager

@@ -164,6 +164,65 @@ def test_rerank_takes_the_first_candidate_with_fewest_faults():
         rerank("e2e", records, [])
 
 
+RELATIONS = {"": frozenset({"author", "OCLC_number", "birthPlace"}), "oclc": frozenset({"OCLC_number"}),
+             "born": frozenset({"birthPlace", "birthDate"}), "written": frozenset({"author"})}  # fmt: skip
+
+
+def test_relation_faults_count_record_segments_that_say_another_relation():
+    """``relations``: a record segment saying a word that only other relations' segments say in
+    training is a fault; value words of the input, null segments and unjudged attributes are not."""
+    from segviz.records import parse_webnlg_triples
+    from segviz.rerank import relation_faults
+
+    records = parse_webnlg_triples(["Wizard_and_Glass | author | Diane_Duane", "Wizard_and_Glass | OCLC_number | 1234",
+                                    "Diane_Duane | genre | Fantasy"])  # fmt: skip
+    wrong = _result(records, [("Wizard and Glass", None), ("'s oclc number was Diane Duane", 1),
+                              ("with the oclc number 1234", 2), ("; she is born in fantasy .", 3)])  # fmt: skip
+    right = _result(records, [("Wizard and Glass", None), ("was written by Diane Duane", 1),
+                              ("with the oclc number 1234", 2), ("; she writes fantasy .", 3)])  # fmt: skip
+    assert relation_faults(records, wrong, RELATIONS) == 1  # author's "oclc"; genre is not judged
+    assert relation_faults(records, right, RELATIONS) == 0
+    assert relation_faults(records, _result(records, [("the oclc number", None)]), RELATIONS) == 0  # a null segment
+    named = parse_webnlg_triples(["Oclc_Press | author | Diane_Duane"])  # "oclc" is the input's own word here
+    assert relation_faults(named, _result(named, [("Oclc Press was written by Diane Duane", 1)]), RELATIONS) == 0
+    lead_in = _result(records, [("Wizard and Glass has the oclc number 1234 and the oclc number was", 2),
+                                ("Diane Duane .", 1)])  # fmt: skip
+    assert relation_faults(records, lead_in, RELATIONS) == 1  # the words that lead into author's value
+    assert relation_faults(records, wrong, {}) == 0  # no relation words: nothing judged
+
+
+def test_lead_ins_stop_at_entities_punctuation_and_and():
+    from segviz.records import parse_webnlg_triples, tokenize
+    from segviz.rerank import _lead_ins
+
+    records = parse_webnlg_triples(["Alan_Bean | was a crew member of | Apollo_12", "Alan_Bean | birthPlace | Wheeler,_Texas",
+                                    "Alan_Bean | status | \"Retired\""])  # fmt: skip
+    tokens = tokenize("Alan Bean, who was born in Apollo 12 and then served , was born in Wheeler, Texas .")
+    assert _lead_ins(records, tokens) == {1: {"who", "was", "born", "in"}, 2: {"was", "born", "in"}}  # "Retired" unsaid
+    tokens = tokenize("Of all the many crew members of the famous Apollo 12")
+    assert _lead_ins(records, tokens) == {1: {"crew", "members", "of", "the", "famous", "many"}}  # LEAD_IN = 6 words
+
+
+def test_relations_switch_reranks_by_relation_faults():
+    from segviz.decode.seg import _reranked
+    from segviz.records import parse_webnlg_triples
+    from segviz.rerank import guided_choice
+
+    records = parse_webnlg_triples(["Wizard_and_Glass | author | Diane_Duane", "Wizard_and_Glass | OCLC_number | 1234"])
+    wrong = _result(records, [("Wizard and Glass 's oclc number was Diane Duane", 1), ("and 1234 .", 2)])
+    right = _result(records, [("Wizard and Glass was written by Diane Duane", 1), ("and has the oclc number 1234 .", 2)])
+    rules = dataclasses.replace(value_rules("auto+rerank"), dataset="webnlg", relation_words=RELATIONS)
+    assert _reranked(rules, records, [wrong, right]) is wrong  # the switch off: the checker finds both exact
+    best = _reranked(dataclasses.replace(rules, relations=True), records, [wrong, right])
+    assert best is right and (best.scores["rerank_relations"], best.scores["rerank_relations_before"]) == (0, 1)
+    assert guided_choice(best) == ("Candidate 2 of the beam's candidates: 0 faults by the checker (the model's first: 0); "
+                                   "of the fewest faults, then the fewest values said with another relation's words "
+                                   "(0; the model's first: 1), the first in the model's order.")  # fmt: skip
+    missing = _result(records, [("Wizard and Glass was written by Diane Duane .", 1)])  # a checker fault: 1234 unsaid
+    assert _reranked(dataclasses.replace(rules, relations=True), records, [missing, wrong]) is wrong  # checker first
+    assert value_rules("auto+relations").relations is True and value_rules("auto").relations is False
+
+
 def test_widen_searches_again_only_when_every_candidate_has_a_fault():
     """``+rerank+widen``: a faultless n-best list is never widened; one where every candidate has a
     fault gets the wider search's candidates after its own, and the checker picks among all."""

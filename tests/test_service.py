@@ -95,7 +95,7 @@ def test_compare_fills_both_systems(e2e_models):
 
 def test_compare_guided_decodes_with_the_checker_guided_switches(e2e_models):
     """The Playground's "Checker-guided" option: both models decode with their own rules plus
-    rerank / widen / free / keep / close, the same texts as asking the decoder for those rules directly;
+    rerank / widen / free / keep / close / relations, the same texts as asking the decoder for those rules directly;
     PG, unconstrained, decodes as its own plain search."""
     from segviz import decode
 
@@ -104,7 +104,7 @@ def test_compare_guided_decodes_with_the_checker_guided_switches(e2e_models):
     cmp = service.compare("e2e", records, seg, pg, "rm", 3, guided=True)
     assert cmp.guided and cmp.constraints == "rm" and cmp.seg.result.constraints == "rm"
     rules = seg.rules(decode.guided_rules(seg.default_rules))
-    assert (rules.rerank, rules.widen, rules.free, rules.keep, rules.close) == (True, True, True, True, True)
+    assert (rules.rerank, rules.widen, rules.free, rules.keep, rules.close, rules.relations) == (True,) * 6
     direct = decode.generate_seg(seg.model, seg.vocab, records, "rm", 3, rules=rules)
     assert cmp.seg.result.text == direct.text
     assert "rerank_free" in cmp.seg.result.scores or "rerank_faults" in cmp.seg.result.scores

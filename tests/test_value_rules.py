@@ -293,6 +293,25 @@ def test_segment_words_and_null_words_from_aligned_counts():
     assert set(lexicon._null_never(words, 0.01)) == {"low", "rating", "located"}  # "there" is a null word
 
 
+def test_relation_words_from_aligned_counts():
+    """A word is a relation word when the attributes whose segments often say it hold 90% of its
+    record segments; it may be said by those and by any attribute that says it in 1% of its own."""
+    from collections import Counter
+
+    seg = Counter({("birthPlace", "Ohio"): 60, ("birthPlace", "Texas"): 40, ("birthDate", "1930"): 50,
+                   ("author", "Diane_Duane"): 100, ("rare", "x"): 5, lexicon.NULL: 300})  # fmt: skip
+    words = Counter({(("birthPlace", "Ohio"), "born"): 50, (("birthPlace", "Texas"), "born"): 30,
+                     (("birthDate", "1930"), "born"): 40, (("author", "Diane_Duane"), "born"): 1,
+                     (("author", "Diane_Duane"), "written"): 60, (("birthPlace", "Ohio"), "written"): 10,
+                     (("rare", "x"), "oddly"): 5, (lexicon.NULL, "born"): 99})  # fmt: skip
+    rels = lexicon.relation_words(seg, words)
+    assert rels[""] == {"birthPlace", "birthDate", "author"}  # "rare" has under MIN_SUPPORT segments
+    assert rels["born"] == {"birthPlace", "birthDate", "author"}  # author says it in 1 of 100: at the threshold
+    assert "written" not in rels  # 60 of its 70 record segments are author's: under RELATION_SHARE
+    assert "oddly" not in rels  # no attribute says it MIN_SUPPORT times
+    assert lexicon.relation_words(seg, words, threshold=0.02)["born"] == {"birthPlace", "birthDate"}
+
+
 def test_segment_words_run_on_a_model_and_round_trip(tiny, tmp_path):
     import json
     import shutil
@@ -307,6 +326,9 @@ def test_segment_words_run_on_a_model_and_round_trip(tiny, tmp_path):
     (ck / lexicon.FILE).write_text(json.dumps(stored), encoding="utf-8")
     assert lexicon.read(ck)[3] == {"": {"located": frozenset()}, "customer rating": {"low": {"low", "1 out of 5"}}}
     assert checkpoint.load(ck).rules("auto").segment_words["customer rating"]["low"] == {"low", "1 out of 5"}
+    (ck / lexicon.FILE).write_text(json.dumps({"words": {}, "relations": {"": ["area"], "born": ["area"]}}), encoding="utf-8")
+    assert lexicon.read(ck)[4] == {"": {"area"}, "born": {"area"}}
+    assert checkpoint.load(ck).rules("auto").relation_words == {"": {"area"}, "born": {"area"}}
 
 
 def test_lexicon_segments_needs_a_segment_model(tiny, tmp_path, capsys):
@@ -320,10 +342,12 @@ def test_lexicon_segments_needs_a_segment_model(tiny, tmp_path, capsys):
         csv.writer(f).writerows([("mr", "ref"), ("name[Aromi], area[riverside]", "Aromi is in the riverside area.")])
     for kind, rc in (("e2e-pg", 2), ("e2e-seg", 0)):
         shutil.copytree(tiny / kind, tmp_path / kind)
-        argv = ["--checkpoint", str(tmp_path / kind), "--data-dir", str(tmp_path / "data"), "--segments"]
+        argv = ["--checkpoint", str(tmp_path / kind), "--data-dir", str(tmp_path / "data"), "--segments", "--relations"]
         assert lexicon.main(argv) == rc, kind
-    assert "needs a segment-model checkpoint" in capsys.readouterr().err
-    assert "segments" in json.loads((tmp_path / "e2e-seg" / lexicon.FILE).read_text(encoding="utf-8"))
+    assert "need a segment-model checkpoint" in capsys.readouterr().err
+    written = json.loads((tmp_path / "e2e-seg" / lexicon.FILE).read_text(encoding="utf-8"))
+    assert "segments" in written and written["relations"] == {"": []}  # one training reference: under MIN_SUPPORT
+    assert lexicon.read(tmp_path / "e2e-seg")[4] == {w: frozenset(a) for w, a in written["relations"].items()}
     assert not (tmp_path / "e2e-pg" / lexicon.FILE).exists() or "segments" not in (tmp_path / "e2e-pg" / lexicon.FILE).read_text()
 
 

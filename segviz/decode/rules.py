@@ -318,6 +318,7 @@ class ValueRules:
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
     keep: bool = False  # with free: the unconstrained system and the free text are the model's own search (no rerank, no widen)
     close: bool = False  # with free: when the free text has a fault, the pick is nearest it (with widen: the wider beam always joins)
+    relations: bool = False  # with rerank: then the fewest records said with a word only other relations' segments say
     once: bool = False  # with r / rm / a plan: a value said, held by one slot of the input, is not begun again
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
@@ -328,6 +329,7 @@ class ValueRules:
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
+    relation_words: dict = field(default_factory=dict)  # word -> attributes whose segments say it (segviz.lexicon.relation_words)
 
     @cached_property
     def value_bigrams(self) -> dict[str, frozenset[str]]:
@@ -356,20 +358,21 @@ class ValueRules:
         return self.value_bigrams.get(word, frozenset()).union(*(self.attribute_words[a] for a in attrs))
 
 
-GUIDED = "+rerank+widen+free+keep+close"  # the checker-guided setting (the app's "Checker-guided" option; +keep: session 16, +close: 17)
+GUIDED = "+rerank+widen+free+keep+close+relations"  # the checker-guided setting (the app's "Checker-guided" option; +keep: session 16, +close: 17, +relations: 18)
 
 
 def guided_rules(name: str | None) -> str:
     """The value rules ``name`` (None: :data:`DEFAULT_VALUE_RULES`) with the checker-guided
     switches :data:`GUIDED`: the model's own unconstrained text is kept where the checker finds it
     exact (``free``, ``keep``); elsewhere the checker reranks the constrained n-best (``rerank``)
-    and a wider search joins (``widen``), and of the candidates with the fewest faults the one
-    nearest the model's own text is taken (``close``)."""
+    and a wider search joins (``widen``), and of the candidates with the fewest faults (then the
+    fewest records said with another relation's words, ``relations``) the one nearest the
+    model's own text is taken (``close``)."""
     return (name or DEFAULT_VALUE_RULES) + GUIDED
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -404,7 +407,12 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     that free text, and the unconstrained system's output, from the model's own search (no rerank,
     no widen: the checker guides only +R / +RM), and ``close`` (with ``free``), when the free text
     has a fault, always lets the wider search join and picks, of the candidates with the fewest
-    faults, the one whose n-grams the free text holds most (:func:`segviz.rerank.closeness`);
+    faults, the one whose n-grams the free text holds most (:func:`segviz.rerank.closeness`), and
+    ``relations`` (with ``rerank``) takes, of the candidates with the fewest faults, those with
+    the fewest records said with a word that, in training, only other relations' segments say,
+    in their segment or in the words that lead into their value ("the oclc number was Diane
+    Duane" for ``author``, :func:`segviz.rerank.relation_faults`; needs the lexicon's
+    ``relations``, ``python -m segviz.lexicon --relations``);
     ``once`` (under r / rm / a plan) keeps a value that the text has said,
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a

@@ -197,7 +197,9 @@ def _reranked(
     """The first of ``ranked``, or with ``rules.rerank`` the one :func:`segviz.rerank.rerank` picks.
     With ``rules.widen`` too, when every candidate has a fault (always, given ``near``: the
     ``close`` switch), ``wider()`` (the n-best of a ``WIDEN`` times wider beam) joins the list
-    after them and the checker picks again, the fewest faults nearest ``near`` if given; not when
+    after them and the checker picks again, the fewest faults nearest ``near`` if given (with
+    ``rules.relations``, of the fewest faults the fewest records said with another relation's
+    words, :func:`segviz.rerank.relation_faults`); not when
     ``ranked`` is already a fallback (its wider tries failed), and a fallback of the wider search
     does not join a list that met the constraints."""
     if rules is None or not rules.rerank:
@@ -206,11 +208,12 @@ def _reranked(
 
     can_widen = rules.widen and wider is not None and not ranked[0].fallback_used
     # close (near given) widens whatever the first list holds: its checking would be done twice
-    best = None if can_widen and near is not None else rerank(rules.dataset, records, ranked, near)
+    relations = rules.relation_words if rules.relations else None  # relations: the next criterion
+    best = None if can_widen and near is not None else rerank(rules.dataset, records, ranked, near, relations)
     if can_widen and (best is None or best.scores["rerank_faults"]):
         texts = {c.text for c in ranked}
         pool = ranked + [c for c in wider() if c.text not in texts and not c.fallback_used]
-        best = rerank(rules.dataset, records, pool, near)
+        best = rerank(rules.dataset, records, pool, near, relations)
         best.scores = {**best.scores, "rerank_widened": len(pool)}
     return best
 
