@@ -126,7 +126,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 
 def test_lexicon_steps_match_the_shipped_lexicons():
     """The script's ``segviz.lexicon`` steps write what each shipped lexicon.json records: its
-    ``--min-rate``, ``--min-lift``, ``--clean``, ``--segments`` and the default ``--value-rules``
+    ``--min-rate``, ``--min-lift``, ``--clean``, ``--segments``, ``--relations`` and the default ``--value-rules``
     chosen on the tune half."""
     from segviz.lexicon import MIN_RATE
 
@@ -135,8 +135,9 @@ def test_lexicon_steps_match_the_shipped_lexicons():
     for line in printed.splitlines():
         argv = shlex.split(line)
         if argv[1:3] == ["-m", "segviz.lexicon"]:
-            rest = [a for a in argv[3:] if a not in ("--clean", "--segments")]  # the flags without a value
-            opts = {**dict(zip(rest[::2], rest[1::2], strict=False)), **{f: f in argv for f in ("--clean", "--segments")}}
+            bare = ("--clean", "--segments", "--relations")  # the flags without a value
+            rest = [a for a in argv[3:] if a not in bare]
+            opts = {**dict(zip(rest[::2], rest[1::2], strict=False)), **{f: f in argv for f in bare}}
             steps[opts["--checkpoint"].removeprefix("OUT/")] = opts
     assert sorted(steps) == [n for n in SHIPPED if (ROOT / "checkpoints" / n / "lexicon.json").exists()]
     for name, opts in steps.items():
@@ -145,5 +146,6 @@ def test_lexicon_steps_match_the_shipped_lexicons():
         assert stored.get("value_rules") == opts.get("--value-rules"), name
         assert stored.get("clean", False) == opts["--clean"], name
         assert ("segments" in stored) == opts["--segments"], name
+        assert ("relations" in stored) == opts["--relations"], name
         assert stored.get("min_lift") == (float(opts["--min-lift"]) if "--min-lift" in opts else None), name
         assert stored["names"], name  # the training names are listed
