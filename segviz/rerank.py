@@ -66,24 +66,34 @@ _LEAD_STOP = frozenset(",.;:()\"") | {"and"}  # ... and none across these
 
 def _lead_ins(records: list[Record], tokens: list[str]) -> dict[int, set[str]]:
     """Record id (1..K) -> the words just before the first verbatim mention of its value in
-    ``tokens``: up to ``LEAD_IN`` of them, back to the nearest mention of an input entity (value
-    or subject), punctuation mark or "and" ("the oclc number was" of "... and the oclc number was
-    Diane Duane"); records whose value is not said verbatim have none."""
+    ``tokens``: up to ``LEAD_IN`` of them, back to the nearest punctuation mark or "and" ("the
+    oclc number was" of "... and the oclc number was Diane Duane") or the record's own subject
+    ("was born in" of "Alan Bean was born in Wheeler"). Words that begin after another entity of
+    the input may be about that one ("region" of "the Rome region of Italy" for a ``country``
+    record): then none. Records whose value is not said verbatim have none."""
     toks = [plain_word(t) for t in tokens]
-    spell = [[plain_word(t) for t in tokenize(entity_text(x))] for r in records for x in (r.value, r.subject or "") if x]
-    starts = [(i, len(e)) for e in spell for i in range(len(toks) - len(e) + 1) if e and toks[i : i + len(e)] == e]
-    covered = {j for i, n in starts for j in range(i, i + n)}
+    held: dict[int, set[tuple]] = {}  # position -> the input entities said there
+    for r in records:
+        for e in (_spelled(x) for x in (r.value, r.subject or "") if x):
+            for i in (i for i in range(len(toks) - len(e) + 1) if e and tuple(toks[i : i + len(e)]) == e):
+                for j in range(i, i + len(e)):
+                    held.setdefault(j, set()).add(e)
     out = {}
     for k, r in enumerate(records, 1):
-        v = [plain_word(t) for t in r.value_tokens]
-        i = next((i for i in range(len(toks) - len(v) + 1) if v and toks[i : i + len(v)] == v), None)
+        v = _spelled(r.value)
+        i = next((i for i in range(len(toks) - len(v) + 1) if v and tuple(toks[i : i + len(v)]) == v), None)
         lead = []
-        while i is not None and i > 0 and len(lead) < LEAD_IN and i - 1 not in covered and toks[i - 1] not in _LEAD_STOP:
+        while i is not None and i > 0 and len(lead) < LEAD_IN and i - 1 not in held and toks[i - 1] not in _LEAD_STOP:
             i -= 1
             lead.append(toks[i])
-        if lead:
+        if lead and (i == 0 or i - 1 not in held or _spelled(r.subject or "") in held[i - 1]):
             out[k] = set(lead)
     return out
+
+
+def _spelled(entity: str) -> tuple[str, ...]:
+    """An entity's words as :func:`_lead_ins` compares them (:func:`segviz.lexicon.plain_word`)."""
+    return tuple(plain_word(t) for t in tokenize(entity_text(entity)))
 
 
 def closeness(tokens: list[str], own: list[str], n_max: int = 4) -> float:

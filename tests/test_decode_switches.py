@@ -201,6 +201,11 @@ def test_lead_ins_stop_at_entities_punctuation_and_and():
     assert _lead_ins(records, tokens) == {1: {"who", "was", "born", "in"}, 2: {"was", "born", "in"}}  # "Retired" unsaid
     tokens = tokenize("Of all the many crew members of the famous Apollo 12")
     assert _lead_ins(records, tokens) == {1: {"crew", "members", "of", "the", "famous", "many"}}  # LEAD_IN = 6 words
+    sauce = parse_webnlg_triples(["Arrabbiata_sauce | region | Rome", "Arrabbiata_sauce | country | Italy"])
+    text = tokenize("Arrabbiata sauce comes from the Rome region of Italy .")
+    assert _lead_ins(sauce, text) == {1: {"comes", "from", "the"}}  # "region of" may be Rome's: after another entity
+    rome = parse_webnlg_triples(["Rome | country | Italy"])
+    assert _lead_ins(rome, text) == {1: {"region", "of"}}  # after the record's own subject: its relation's words
 
 
 def test_relations_switch_reranks_by_relation_faults():
