@@ -20,6 +20,11 @@ Two decoding rules read it (docs/design.md §6; named switches of
   does not hold too, and inside a null segment no lexicon word of any record: each segment says
   only its own record, which is what a forced plan relies on.
 
+With ``--relations`` (segment-model checkpoints) it learns, from the same alignment, which
+attributes' segments say each word that is not a value (:func:`relation_words`: "oclc" only
+``OCLC_number``'s, "born" those of birth places and dates); the ``relations`` switch of
+checker-guided decoding reads it (:func:`segviz.rerank.relation_faults`).
+
 With ``--segments`` (segment-model checkpoints) it also learns which words the segments of an
 attribute say of which of its values, from the model's own Viterbi segmentation of the training
 references (:func:`segment_words`): "low" in a ``customer rating`` segment says ``low`` or ``1 out
@@ -36,13 +41,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from segviz.data import DataError, Example, default_data_dir, load_split
-from segviz.records import Record, is_function_word, strip_accents, tokenize
+from segviz.records import Record, entity_text, is_function_word, strip_accents, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +68,25 @@ def _is_content(word: str) -> bool:
     return not is_function_word(word)
 
 
+_FOLD = str.maketrans({"ı": "i", "ø": "o", "ł": "l", "đ": "d", "æ": "ae", "œ": "oe", "ß": "ss"})  # letters NFKD keeps
+_MONTHS = "january february march april may june july august september october november december".split()
+
+
 def plain_word(word: str) -> str:
-    """``word`` lower-cased, without accents or a possessive ending ("Hüseyin's" -> "huseyin"):
-    how :func:`relation_words` and the ``relations`` fault compare words."""
-    w = strip_accents(word.lower())
+    """``word`` lower-cased, without accents or a possessive ending ("Hüseyin's" -> "huseyin",
+    "Anıtı" -> "aniti"): how :func:`relation_words` and the ``relations`` fault compare words."""
+    w = strip_accents(word.lower()).translate(_FOLD)
     return w[:-2] if w.endswith("'s") else w.rstrip("'")
+
+
+def plain_value_words(records: Iterable[Record]) -> set[str]:
+    """:func:`value_words` read by :func:`plain_word`, and the month of a date value ("august"
+    of ``"1930-08-05"``): the words that say the input's own values, never relation words."""
+    words = {plain_word(w) for w in value_words(records)}
+    for r in records:
+        if date := re.fullmatch(r"\d{4}-(\d{2})-\d{2}", entity_text(r.value).strip()):
+            words.add(_MONTHS[int(date.group(1)) - 1] if 1 <= int(date.group(1)) <= 12 else "")
+    return words - {""}
 
 
 def value_words(records: Iterable[Record]) -> set[str]:
@@ -129,7 +149,7 @@ def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64)
     segments of each ``(attribute, value)`` (``NULL`` for the null record) there are, how
     many of them say each content word ``((attribute, value), word)``, and the same for the
     words of letters alone that are not among their input's value words, read by
-    :func:`plain_word` (:func:`value_words`; what :func:`relation_words` reads)."""
+    :func:`plain_word` (:func:`plain_value_words`; what :func:`relation_words` reads)."""
     import torch
 
     from segviz import dp
@@ -144,7 +164,7 @@ def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64)
             batch = collate([encode(vocab, ex.records, ex.target) for ex in chunk], len(vocab))
             _, paths = dp.viterbi(model.potentials(batch).chain, batch.tgt_len, model.cfg.max_seg_len)
             for ex, path in zip(chunk, paths, strict=True):
-                values = {plain_word(w) for w in value_words(ex.records)}
+                values = plain_value_words(ex.records)
                 for s, e, j in _clip(path, len(ex.target)):
                     key = (ex.records[j - 1].attribute, ex.records[j - 1].value.lower()) if j else NULL
                     words = {w for w in ex.target[s:e] if _is_content(w)}
@@ -194,29 +214,34 @@ def _values_of(a: str, w: str, values: list[str], n_seg: Counter, n_word: Counte
 
 RELATION_SHARE = 0.9  # a relation word is said this share of times (or more) in its relations' segments
 RELATION_OWNERS = 3  # ... and names at most this many relations (a word of many, "located", names none)
+RELATION_VALUES = 2  # ... each owner saying it of at least this many of its values
 
 
-def relation_words(n_seg: Counter, n_word: Counter, threshold: float = THRESHOLD, min_rate: float = MIN_RATE) -> Relations:
+def relation_words(n_seg: Counter, n_frame: Counter, threshold: float = THRESHOLD, min_rate: float = MIN_RATE) -> Relations:
     """Word -> the attributes (WebNLG: relations) whose segments may say it, from the Viterbi
-    counts of :func:`_aligned_counts` summed over values: a content word is a relation word when
-    the attributes whose segments say it in at least ``min_rate`` of theirs (and ``MIN_SUPPORT``
-    times; its *owners*, at most ``RELATION_OWNERS``) hold at least ``RELATION_SHARE`` of its
-    record segments ("born" of ``birthPlace`` and ``birthDate``, "oclc" of ``OCLC_number``; the
-    counts are of the words that are not their input's values). Its attributes are the owners
-    and every attribute whose segments say it in ``threshold`` of theirs or more. Under ``""``:
-    the attributes with ``MIN_SUPPORT`` segments or more, the only ones the ``relations`` fault
-    judges (:func:`segviz.rerank.relation_faults`)."""
-    S, W, by_word = Counter(), Counter(), {}
+    counts of :func:`_aligned_counts` (``n_frame``: the words that are not their input's values)
+    summed over values: a content word is a relation word when the attributes whose segments say
+    it in at least ``min_rate`` of theirs, ``MIN_SUPPORT`` times and of ``RELATION_VALUES``
+    values or more (its *owners*, at most ``RELATION_OWNERS``; a word said of one value only is
+    a piece of that value spelled otherwise, "carrol" of ``Carroll_County``) hold at least
+    ``RELATION_SHARE`` of its record segments ("born" of ``birthPlace`` and ``birthDate``, "oclc"
+    of ``OCLC_number``). Its attributes are the owners and every attribute whose segments say it
+    in ``threshold`` of theirs or more. Under ``""``: the attributes with ``MIN_SUPPORT``
+    segments or more, the only ones the ``relations`` fault judges
+    (:func:`segviz.rerank.relation_faults`)."""
+    S, W, V, by_word = Counter(), Counter(), Counter(), {}
     for key, n in n_seg.items():
         if key != NULL:
             S[key[0]] += n
-    for (key, w), n in n_word.items():
-        if key != NULL:
+    for (key, w), n in n_frame.items():
+        if key != NULL and n:
             W[(key[0], w)] += n
+            V[(key[0], w)] += 1  # one more value of the attribute says it
             by_word.setdefault(w, set()).add(key[0])
     out: Relations = {"": frozenset(a for a in S if S[a] >= MIN_SUPPORT)}
     for w, attrs in sorted(by_word.items()):
-        owners = [a for a in attrs if S[a] >= MIN_SUPPORT and W[(a, w)] >= MIN_SUPPORT and W[(a, w)] / S[a] >= min_rate]
+        owners = [a for a in attrs if S[a] >= MIN_SUPPORT and W[(a, w)] >= MIN_SUPPORT
+                  and V[(a, w)] >= RELATION_VALUES and W[(a, w)] / S[a] >= min_rate]  # fmt: skip
         if 0 < len(owners) <= RELATION_OWNERS and sum(W[(a, w)] for a in owners) >= RELATION_SHARE * sum(W[(a, w)] for a in attrs):
             out[w] = frozenset(owners) | {a for a in attrs if W[(a, w)] / S[a] >= threshold}
     return out

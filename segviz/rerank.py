@@ -7,7 +7,9 @@ model's order) with the fewest faults, where a fault is an error of the record-l
 a segment that does not say its own record (absent value, other record, unrealised:
 :func:`segviz.faithfulness.segment_verdicts`). Ties keep the model's order, so with one
 faultless candidate among five the model's preference still decides between equals; with
-``close`` the candidate nearest the model's own free text decides instead (:func:`closeness`).
+``relations``, of the fewest faults, the fewest records said with another relation's words
+(:func:`relation_faults`) come first; with ``close`` the candidate nearest the model's own free
+text decides instead of the model's order (:func:`closeness`).
 
 This is a separately named setting (docs/design.md §6): the checker is also what the stress
 suites measure, so the tables report it beside the rows without it, never in their place.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 
 from segviz import faithfulness
-from segviz.lexicon import Relations, plain_word, value_words
+from segviz.lexicon import Relations, plain_value_words, plain_word
 from segviz.records import Record, entity_text, tokenize
 from segviz.result import GenerationResult
 
@@ -41,14 +43,15 @@ def faults(dataset: str, records: list[Record], result: GenerationResult) -> int
 
 
 def relation_faults(records: list[Record], result: GenerationResult, relations: Relations) -> int:
-    """Records of ``result`` said with a relation word (:func:`segviz.lexicon.relation_words`) that
-    the segments of their attribute never say in training, in their segment or in the words that
-    lead into their value (:func:`_lead_ins`): ``author`` in "... and the oclc number was Diane
-    Duane", ``was a crew member of`` in "who was born in Apollo 12". Words are read by
-    :func:`segviz.lexicon.plain_word`; words of the input's values and subjects do not count, nor
-    attributes the lexicon does not judge (too few training segments). At most one per record."""
-    judged = relations.get("", frozenset())
-    said = {plain_word(w) for w in value_words(records)}
+    """Records of ``result`` said with a relation word (:func:`segviz.lexicon.relation_words`)
+    that the segments of their attribute (almost) never say in training (in under 1% of them),
+    in their segment or in the words that lead into their value (:func:`_lead_ins`): ``author``
+    in "... and the oclc number was Diane Duane", ``was a crew member of`` in "who was born in
+    Apollo 12". Words are read by :func:`segviz.lexicon.plain_word`; words that say the input's
+    values and subjects do not count (:func:`segviz.lexicon.plain_value_words`: "august" of a
+    date), nor attributes the lexicon does not judge (too few training segments). At most one
+    per record."""
+    judged, said = relations.get("", frozenset()), plain_value_words(records)
     words: dict[int, set[str]] = _lead_ins(records, result.tokens)
     for s, e, k in result.segments or []:
         if k:
@@ -60,35 +63,41 @@ def relation_faults(records: list[Record], result: GenerationResult, relations: 
     )
 
 
-LEAD_IN = 6  # at most this many words before a value lead into it
-_LEAD_STOP = frozenset(",.;:()\"") | {"and"}  # ... and none across these
+LEAD_IN = 6  # at most this many words before a value lead into it, none across a punctuation mark or "and"
 
 
 def _lead_ins(records: list[Record], tokens: list[str]) -> dict[int, set[str]]:
     """Record id (1..K) -> the words just before the first verbatim mention of its value in
-    ``tokens``: up to ``LEAD_IN`` of them, back to the nearest punctuation mark or "and" ("the
-    oclc number was" of "... and the oclc number was Diane Duane") or the record's own subject
-    ("was born in" of "Alan Bean was born in Wheeler"). Words that begin after another entity of
-    the input may be about that one ("region" of "the Rome region of Italy" for a ``country``
-    record): then none. Records whose value is not said verbatim have none."""
+    ``tokens`` that is not part of a longer entity's mention: up to ``LEAD_IN`` of them, back to
+    the nearest punctuation mark or "and" ("the oclc number was" of "... and the oclc number was
+    Diane Duane") or the record's own subject ("was born in" of "Alan Bean was born in
+    Wheeler"). Words that begin after another entity of the input may be about that one
+    ("region" of "the Rome region of Italy" for a ``country`` record): then none. Records whose
+    value is not said verbatim have none."""
     toks = [plain_word(t) for t in tokens]
+    said = [(i, e) for e in {_spelled(x) for r in records for x in (r.value, r.subject or "") if x} if e
+            for i in range(len(toks) - len(e) + 1) if tuple(toks[i : i + len(e)]) == e]  # fmt: skip
     held: dict[int, set[tuple]] = {}  # position -> the input entities said there
-    for r in records:
-        for e in (_spelled(x) for x in (r.value, r.subject or "") if x):
-            for i in (i for i in range(len(toks) - len(e) + 1) if e and tuple(toks[i : i + len(e)]) == e):
-                for j in range(i, i + len(e)):
-                    held.setdefault(j, set()).add(e)
+    for i, e in said:
+        for j in range(i, i + len(e)):
+            held.setdefault(j, set()).add(e)
     out = {}
     for k, r in enumerate(records, 1):
         v = _spelled(r.value)
-        i = next((i for i in range(len(toks) - len(v) + 1) if v and tuple(toks[i : i + len(v)]) == v), None)
+        inside = {i for i, e in said if e == v and any(s <= i and i + len(v) <= s + len(o) and len(o) > len(v) for s, o in said)}
+        i = min((i for i, e in said if e == v and i not in inside), default=None)
         lead = []
-        while i is not None and i > 0 and len(lead) < LEAD_IN and i - 1 not in held and toks[i - 1] not in _LEAD_STOP:
+        while i is not None and i > 0 and len(lead) < LEAD_IN and i - 1 not in held and _leads(toks[i - 1]):
             i -= 1
             lead.append(toks[i])
         if lead and (i == 0 or i - 1 not in held or _spelled(r.subject or "") in held[i - 1]):
             out[k] = set(lead)
     return out
+
+
+def _leads(word: str) -> bool:
+    """Whether a lead-in goes on across ``word``: not a punctuation mark, not "and"."""
+    return word != "and" and any(ch.isalnum() for ch in word)
 
 
 def _spelled(entity: str) -> tuple[str, ...]:
@@ -129,7 +138,8 @@ def rerank(
         raise ValueError("rerank needs at least one candidate")
     counts = [faults(dataset, records, c) for c in candidates]
     rel = [relation_faults(records, c, relations) if relations else 0 for c in candidates]
-    fewest = [j for j in range(len(candidates)) if (counts[j], rel[j]) == min(zip(counts, rel, strict=True))]
+    least = min(zip(counts, rel, strict=True))  # relations: the checker's faults first, then these
+    fewest = [j for j in range(len(candidates)) if (counts[j], rel[j]) == least]
     near = {j: closeness(candidates[j].tokens, own) for j in fewest} if own is not None else {}
     i = max(fewest, key=lambda j: (near[j], -j)) if near else fewest[0]
     best = candidates[i]

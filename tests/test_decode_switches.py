@@ -188,7 +188,13 @@ def test_relation_faults_count_record_segments_that_say_another_relation():
     lead_in = _result(records, [("Wizard and Glass has the oclc number 1234 and the oclc number was", 2),
                                 ("Diane Duane .", 1)])  # fmt: skip
     assert relation_faults(records, lead_in, RELATIONS) == 1  # the words that lead into author's value
+    after = _result(records, [("Wizard and Glass was written by Diane Duane , whose oclc", 1), ("number is 1234 .", 2)])
+    assert relation_faults(records, after, RELATIONS) == 1  # after the value, inside author's segment
     assert relation_faults(records, wrong, {}) == 0  # no relation words: nothing judged
+    dated = parse_webnlg_triples(['Neil_Armstrong | birthDate | "1930-08-05"', "Neil_Armstrong | dateOfRetirement | 1971"])
+    month = {"": frozenset({"birthDate", "dateOfRetirement"}), "august": frozenset({"dateOfRetirement"})}
+    born = _result(dated, [("Neil Armstrong was born on August 5 , 1930 ,", 1), ("and retired in 1971 .", 2)])
+    assert relation_faults(dated, born, month) == 0  # "august" says the date's own month
 
 
 def test_lead_ins_stop_at_entities_punctuation_and_and():
@@ -206,6 +212,10 @@ def test_lead_ins_stop_at_entities_punctuation_and_and():
     assert _lead_ins(sauce, text) == {1: {"comes", "from", "the"}}  # "region of" may be Rome's: after another entity
     rome = parse_webnlg_triples(["Rome | country | Italy"])
     assert _lead_ins(rome, text) == {1: {"region", "of"}}  # after the record's own subject: its relation's words
+    capital = parse_webnlg_triples(["Italy | capital | Rome", "Rome_Ciampino_Airport | operator | ENAV"])
+    text = tokenize("The operator of Rome Ciampino Airport is ENAV ; the capital of Italy is Rome .")
+    assert _lead_ins(capital, text)[1] == {"is"}  # not "The operator of": that Rome is the airport's
+    assert _lead_ins(capital, tokenize("The heart of Italy ? Rome !")) == {}  # "?" stops it: then Italy, not the subject
 
 
 def test_relations_switch_reranks_by_relation_faults():
@@ -225,6 +235,9 @@ def test_relations_switch_reranks_by_relation_faults():
                                    "(0; the model's first: 1), the first in the model's order.")  # fmt: skip
     missing = _result(records, [("Wizard and Glass was written by Diane Duane .", 1)])  # a checker fault: 1234 unsaid
     assert _reranked(dataclasses.replace(rules, relations=True), records, [missing, wrong]) is wrong  # checker first
+    e2e = dataclasses.replace(rules, relations=True, relation_words={})  # E2E lexicons have no relation words
+    fresh = [dataclasses.replace(c, scores={}) for c in (wrong, right)]
+    assert _reranked(e2e, records, fresh) is fresh[0] and "rerank_relations" not in fresh[0].scores
     assert value_rules("auto+relations").relations is True and value_rules("auto").relations is False
 
 

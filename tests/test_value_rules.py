@@ -294,22 +294,39 @@ def test_segment_words_and_null_words_from_aligned_counts():
 
 
 def test_relation_words_from_aligned_counts():
-    """A word is a relation word when the attributes whose segments often say it hold 90% of its
-    record segments; it may be said by those and by any attribute that says it in 1% of its own."""
+    """A word is a relation word when the attributes whose segments often say it, of two values or
+    more, hold 90% of its record segments (three such attributes at most); it may be said by
+    those and by any attribute that says it in 1% of its own."""
     from collections import Counter
 
-    seg = Counter({("birthPlace", "Ohio"): 60, ("birthPlace", "Texas"): 40, ("birthDate", "1930"): 50,
-                   ("author", "Diane_Duane"): 100, ("rare", "x"): 5, lexicon.NULL: 300})  # fmt: skip
+    seg = Counter({("birthPlace", "Ohio"): 60, ("birthPlace", "Texas"): 40, ("birthDate", "1930"): 30,
+                   ("birthDate", "1931"): 20, ("author", "Diane_Duane"): 100, ("rare", "x"): 5, lexicon.NULL: 300})  # fmt: skip
     words = Counter({(("birthPlace", "Ohio"), "born"): 50, (("birthPlace", "Texas"), "born"): 30,
-                     (("birthDate", "1930"), "born"): 40, (("author", "Diane_Duane"), "born"): 1,
+                     (("birthDate", "1930"), "born"): 25, (("birthDate", "1931"), "born"): 15,
+                     (("author", "Diane_Duane"), "born"): 1,
                      (("author", "Diane_Duane"), "written"): 60, (("birthPlace", "Ohio"), "written"): 10,
+                     (("birthPlace", "Ohio"), "ohioan"): 40,  # one value's own word, spelled otherwise
                      (("rare", "x"), "oddly"): 5, (lexicon.NULL, "born"): 99})  # fmt: skip
     rels = lexicon.relation_words(seg, words)
     assert rels[""] == {"birthPlace", "birthDate", "author"}  # "rare" has under MIN_SUPPORT segments
     assert rels["born"] == {"birthPlace", "birthDate", "author"}  # author says it in 1 of 100: at the threshold
     assert "written" not in rels  # 60 of its 70 record segments are author's: under RELATION_SHARE
     assert "oddly" not in rels  # no attribute says it MIN_SUPPORT times
+    assert "ohioan" not in rels  # said of one value only: under RELATION_VALUES
     assert lexicon.relation_words(seg, words, threshold=0.02)["born"] == {"birthPlace", "birthDate"}
+    many = Counter({(a, "x"): 50 for a in ("a", "b", "c", "d")} | {(a, "y"): 50 for a in ("a", "b", "c", "d")})
+    said = Counter({((a, v), "located"): 30 for a in ("a", "b", "c", "d") for v in ("x", "y")})
+    assert "located" not in lexicon.relation_words(many, said)  # four owners: over RELATION_OWNERS
+    assert lexicon.relation_words(many, said - Counter({(("d", v), "located"): 30 for v in ("x", "y")}))["located"] == {"a", "b", "c"}
+
+
+def test_plain_value_words_fold_letters_and_read_a_date_s_month():
+    from segviz.records import parse_webnlg_triples
+
+    assert lexicon.plain_word("Anıtı's") == "aniti" and lexicon.plain_word("Hüseyin") == "huseyin"
+    recs = parse_webnlg_triples(['Neil_Armstrong | birthDate | "1930-08-05"', "Neil_Armstrong | almaMater | Purdue_University"])
+    assert {"august", "neil", "armstrong", "purdue", "university"} <= lexicon.plain_value_words(recs)
+    assert "may" not in lexicon.plain_value_words(parse_webnlg_triples(['X | birthDate | "1930-13-05"']))  # no month 13
 
 
 def test_segment_words_run_on_a_model_and_round_trip(tiny, tmp_path):
