@@ -16,7 +16,9 @@ from segviz.service import OutputFileError
 
 dataset = ui.page(
     "Hallucination inspector",
-    "Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input.",
+    "Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input; "
+    "and \"other relation\": a record said with words that, in training, only other relations' segments say "
+    "(WebNLG; the segment model's relation words, a guess beside the checker).",
 )
 ss = st.session_state
 

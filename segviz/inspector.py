@@ -19,7 +19,7 @@ from segviz.records import Record, RecordError, tokenize
 from segviz.rows import MAX_RECORDS
 from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
 
-FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated")
+FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation")  # the last: a lexicon's guess (WebNLG)
 
 
 class OutputFileError(ValueError):
@@ -205,7 +205,7 @@ def cases_from_outputs(
             with _threads(1):
                 decode.align_result(res, seg.model, seg.vocab, records)
         res.elapsed_ms = (time.perf_counter() - t0) * 1000
-        view = _check(dataset, records, SystemView(system, res), "forced alignment")
+        view = _check(dataset, records, SystemView(system, res), "forced alignment", seg.relation_words if seg else None)
         view.cased = cased_tokens(text, tokens)
         cases.append(Case(i, f"line {lines[i]}" if lines else f"output {i + 1}", list(records), {system: view}))
         if progress:
@@ -214,7 +214,9 @@ def cases_from_outputs(
 
 
 def flagged_rows(cases: Sequence[Case]) -> list[dict]:
-    """One row per flag (wrong / repeated / missing / hallucinated) of any system in any case."""
+    """One row per flag of any system in any case: wrong / repeated / missing / hallucinated (the
+    checker), and "other relation" for a record said with another relation's words (the segment
+    model's relation words, :func:`segviz.rerank.misplaced_relations`)."""
     rows = []
     for case in cases:
         for view in case.views.values():
@@ -222,6 +224,7 @@ def flagged_rows(cases: Sequence[Case]) -> list[dict]:
                 continue
             flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
             flags += [("hallucinated", h, None) for h in view.report.hallucinated]
+            flags += [("other relation", case.records[k - 1].label, k) for k in view.misplaced]
             for kind, record, k in flags:
                 rows.append(
                     {
@@ -259,6 +262,11 @@ def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -
             return FlagLocation(None, (v.start, v.end), f"hallucinated {label}: framed, the segment that states "
                                 f"{', '.join(repr(a) for a in v.absent)}")
         return FlagLocation(None, None, f"hallucinated {label}: no single segment states it (the text as a whole does)")
+    if kind == "other relation":
+        said = ", ".join(f'"{w}"' for w in view.misplaced.get(k, []))
+        return FlagLocation(k, segs[0] if len(segs) == 1 else None,
+                            f"record {k} ({label}) is said with {said}, words that in training only other "
+                            f"relations' segments say (in its segment or just before its value); its segments underlined")
     if not segs:
         return FlagLocation(k, None, f"{kind} record {k} ({label}): no segment of the text is aligned to it")
     return FlagLocation(k, segs[0] if len(segs) == 1 else None,

@@ -43,24 +43,29 @@ def faults(dataset: str, records: list[Record], result: GenerationResult) -> int
 
 
 def relation_faults(records: list[Record], result: GenerationResult, relations: Relations) -> int:
-    """Records of ``result`` said with a relation word (:func:`segviz.lexicon.relation_words`)
-    that the segments of their attribute (almost) never say in training (in under 1% of them),
-    in their segment or in the words that lead into their value (:func:`_lead_ins`): ``author``
-    in "... and the oclc number was Diane Duane", ``was a crew member of`` in "who was born in
-    Apollo 12". Words are read by :func:`segviz.lexicon.plain_word`; words that say the input's
-    values and subjects do not count (:func:`segviz.lexicon.plain_value_words`: "august" of a
-    date), nor attributes the lexicon does not judge (too few training segments). At most one
-    per record."""
+    """How many records of ``result`` are said with another relation's words (:func:`misplaced_relations`)."""
+    return len(misplaced_relations(records, result, relations))
+
+
+def misplaced_relations(records: list[Record], result: GenerationResult, relations: Relations) -> dict[int, list[str]]:
+    """Record id (1..K) -> the relation words (:func:`segviz.lexicon.relation_words`) it is said
+    with that the segments of its attribute (almost) never say in training (in under 1% of
+    them), in its segment or in the words that lead into its value (:func:`_lead_ins`):
+    ``author`` in "... and the oclc number was Diane Duane", ``was a crew member of`` in "who was
+    born in Apollo 12". Words are read by :func:`segviz.lexicon.plain_word`; words that say the
+    input's values and subjects do not count (:func:`segviz.lexicon.plain_value_words`: "august"
+    of a date), nor attributes the lexicon does not judge (too few training segments)."""
     judged, said = relations.get("", frozenset()), plain_value_words(records)
     words: dict[int, set[str]] = _lead_ins(records, result.tokens)
     for s, e, k in result.segments or []:
         if k:
             words.setdefault(k, set()).update(plain_word(t) for t in result.tokens[s:e])
-    return sum(
-        any(w in relations and records[k - 1].attribute not in relations[w] for w in ws - said - {""})
-        for k, ws in words.items()
-        if records[k - 1].attribute in judged
-    )
+    out = {}
+    for k, ws in sorted(words.items()):
+        a = records[k - 1].attribute
+        if a in judged and (bad := sorted(w for w in ws - said - {""} if w in relations and a not in relations[w])):
+            out[k] = bad
+    return out
 
 
 LEAD_IN = 6  # at most this many words before a value lead into it, none across a punctuation mark or "and"

@@ -17,6 +17,7 @@ import torch
 from segviz import decode, faithfulness, names, posterior
 from segviz.checkpoint import Checkpoint
 from segviz.records import Record, RecordError, detokenize
+from segviz.rerank import misplaced_relations
 from segviz.rows import _unknown_words, unknown_words_warning  # noqa: F401 (_unknown_words: re-exported)
 
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
@@ -79,6 +80,9 @@ class SystemView:
     segment_verdicts: list[faithfulness.SegmentVerdict] = field(default_factory=list)
     # the text's tokens in their own case (uploaded / typed text); None: restore from the records
     cased: list[str] | None = None
+    # record id (1..K) -> the relation words it is said with that its attribute's segments never
+    # say (segviz.rerank.misplaced_relations; segment models with a lexicon's relation words)
+    misplaced: dict[int, list[str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -112,14 +116,19 @@ def _threads(n: int):
 
 
 
-def _check(dataset: str, records: list[Record], view: SystemView, alignment: str | None = None) -> SystemView:
-    """The checker's record verdicts and, when the text has segments, one verdict per segment."""
+def _check(
+    dataset: str, records: list[Record], view: SystemView, alignment: str | None = None, relations: dict | None = None
+) -> SystemView:
+    """The checker's record verdicts and, when the text has segments, one verdict per segment and,
+    given ``relations`` (a segment model's relation words), the records said with another
+    relation's words."""
     res = view.result
     if res is not None:
         view.report = faithfulness.check(dataset, records, res.text)
         if res.segments:
             view.alignment = alignment
             view.segment_verdicts = faithfulness.segment_verdicts(dataset, records, res.tokens, res.segments)
+            view.misplaced = misplaced_relations(records, res, relations) if relations else {}
     return view
 
 
@@ -143,7 +152,7 @@ def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=N
     if seg is None:
         return SystemView("seg", error=missing_message(dataset, "seg"))
     res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=_rules(seg, guided))
-    return _check(dataset, records, SystemView("seg", res), "as decoded")
+    return _check(dataset, records, SystemView("seg", res), "as decoded", seg.relation_words)
 
 
 def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, beam, guided=False) -> SystemView:
@@ -152,7 +161,7 @@ def _run_pg(dataset, records, pg: Checkpoint | None, seg: Checkpoint | None, bea
     res = decode.generate_pg(pg.model, pg.vocab, records, beam, rules=_rules(pg, guided))
     if seg is not None:  # PG has no segments of its own: the segment model aligns its text
         decode.align_result(res, seg.model, seg.vocab, records)
-    return _check(dataset, records, SystemView("pg", res), "forced alignment")
+    return _check(dataset, records, SystemView("pg", res), "forced alignment", seg.relation_words if seg else None)
 
 
 def compare(

@@ -171,6 +171,27 @@ def test_cases_from_outputs_and_flags(e2e_models):
     assert all(r["system"] == "tgen" and r["case"] == 0 for r in rows)
 
 
+def test_other_relation_flags_from_the_segment_model_s_relation_words(tiny):
+    """A record said with another relation's words is an "other relation" flag (a lexicon's guess,
+    beside the checker's), located at its segments with the words named; no relation words, no flag."""
+    import dataclasses
+
+    from segviz.records import parse_webnlg_triples
+
+    seg = load(tiny / "webnlg-seg")
+    records = parse_webnlg_triples(["Wizard_and_Glass | author | Diane_Duane", "Wizard_and_Glass | OCLC_number | 1234"])
+    text = "Wizard and Glass has the oclc number 1234 and the oclc number was Diane Duane."
+    judged = dataclasses.replace(seg, relation_words={"": frozenset({"author", "OCLC_number"}), "oclc": frozenset({"OCLC_number"})})
+    case = service.cases_from_outputs("webnlg", [(records, text)], judged, system="upload")[0]
+    assert case.views["upload"].misplaced == {1: ["oclc"]}  # "the oclc number was" leads into Diane Duane
+    rows = [r for r in service.flagged_rows([case]) if r["kind"] == "other relation"]
+    assert [(r["record"], r["k"]) for r in rows] == [("Wizard_and_Glass | author | Diane_Duane", 1)]
+    where = service.flag_location(case.views["upload"], "other relation", 1, rows[0]["record"])
+    assert where.record == 1 and 'is said with "oclc"' in where.note
+    plain = service.cases_from_outputs("webnlg", [(records, text)], dataclasses.replace(seg, relation_words={}), system="upload")
+    assert not any(r["kind"] == "other relation" for r in service.flagged_rows(plain))
+
+
 # ----- results ---------------------------------------------------------------------------------------
 
 
@@ -213,7 +234,7 @@ def test_attribute_counts_and_case_label():
             {"record": "familyFriendly", "system": "ours", "kind": "hallucinated"},
             {"record": "A | country | B", "system": "ours", "kind": "missing"}]  # fmt: skip
     counts = service.attribute_counts(rows)
-    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0} in counts
+    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0} in counts
     assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
     case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})
     assert service.case_label(case).startswith("name[XXX") and len(service.case_label(case)) == 90
