@@ -85,6 +85,7 @@ from segviz.systems import (
     checkpoint_stamp,
     compare,
     explain_token,
+    misplaced_note,
     missing_message,
     segment_rows,
     status_rows,
@@ -93,6 +94,7 @@ from segviz.systems import (
 
 __all__ = [
     "guided_choice",
+    "misplaced_note",
     "CHECKPOINT_ENV",
     "MAX_RECORDS",
     "MAX_VALUE_CHARS",

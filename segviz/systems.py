@@ -188,6 +188,16 @@ def compare(
 
 
 
+def misplaced_note(view: SystemView) -> str | None:
+    """The records ``view``'s text says with another relation's words (``view.misplaced``), in
+    words for the app; None when there are none (or no relation words to judge by)."""
+    if not view.misplaced:
+        return None
+    said = "; ".join(f"record {k}: " + ", ".join(f'"{w}"' for w in ws) for k, ws in sorted(view.misplaced.items()))
+    return ("Said with another relation's words (words that, in training, only other relations' segments say; "
+            f"the segment model's guess, not the checker's): {said}.")
+
+
 def status_rows(comparison: Comparison) -> list[dict]:
     """One row per input record (plus one per hallucinated attribute): each system's verdict."""
     views = [v for v in (comparison.seg, comparison.pg) if v.report is not None]

@@ -190,6 +190,8 @@ def test_other_relation_flags_from_the_segment_model_s_relation_words(tiny):
     assert where.record == 1 and 'is said with "oclc"' in where.note
     plain = service.cases_from_outputs("webnlg", [(records, text)], dataclasses.replace(seg, relation_words={}), system="upload")
     assert not any(r["kind"] == "other relation" for r in service.flagged_rows(plain))
+    assert service.misplaced_note(case.views["upload"]).endswith('the segment model\'s guess, not the checker\'s): record 1: "oclc".')
+    assert service.misplaced_note(plain[0].views["upload"]) is None
 
 
 # ----- results ---------------------------------------------------------------------------------------
