@@ -156,7 +156,7 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
         choice = service.guided_choice(res) if cmp.guided and res is not None else None
         if choice:
             st.caption(f"Checker-guided: {choice}")  # fixed words and numbers, no user text
-        if view.result is not None and (note := service.misplaced_note(view)):
+        if note := service.misplaced_note(view):
             st.caption(viz.esc(note))  # record numbers and lexicon words
         if where is not None:
             st.caption(f"Selected row: {viz.esc(where.note)}.")

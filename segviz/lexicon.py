@@ -315,10 +315,10 @@ def _checkpoint_counts(path: Path, examples: list[Example]) -> tuple[Counter, Co
     return _aligned_counts(ck.model, ck.vocab, examples)
 
 
-def _relation_lines(rels: Relations) -> str:
-    """The ``relations`` section of lexicon.json, one line per word (``""``: the judged attributes)."""
-    lines = ",\n".join(f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(sorted(a), ensure_ascii=False)}" for w, a in rels.items())
-    return f', "relations": {{\n{lines}\n}}'
+def _lines(entries: dict) -> str:
+    """``{word: set}`` as JSON object members, one per line (sorted sets): how lexicon.json
+    writes its ``words`` and ``relations``."""
+    return ",\n".join(f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(sorted(v), ensure_ascii=False)}" for w, v in entries.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,13 +392,10 @@ def main(argv: list[str] | None = None) -> int:
         "names": known_names(examples),
         "words": {w: sorted(fs) for w, fs in words.items()},
     }
-    lines = ",\n".join(
-        f"{json.dumps(w, ensure_ascii=False)}: {json.dumps(fs, ensure_ascii=False)}"
-        for w, fs in out.pop("words").items()
-    )
+    lines = _lines(out.pop("words"))
     names = json.dumps(out.pop("names"), ensure_ascii=False)
     head = json.dumps(out, ensure_ascii=False)[:-1] + f', "names": {names}'  # one line per word below
-    tail = _relation_lines(rels) if rels else ""
+    tail = f', "relations": {{\n{_lines(rels)}\n}}' if rels else ""
     (args.checkpoint / FILE).write_text(f'{head}, "words": {{\n{lines}\n}}{tail}}}\n', encoding="utf-8")
     print(
         f"{len(words)} lexicon words from {len(examples)} {dataset} training references -> {args.checkpoint / FILE}"

@@ -142,9 +142,10 @@ def rerank(
     if not candidates:
         raise ValueError("rerank needs at least one candidate")
     counts = [faults(dataset, records, c) for c in candidates]
-    rel = [relation_faults(records, c, relations) if relations else 0 for c in candidates]
-    least = min(zip(counts, rel, strict=True))  # relations: the checker's faults first, then these
-    fewest = [j for j in range(len(candidates)) if (counts[j], rel[j]) == least]
+    fewest = [j for j, n in enumerate(counts) if n == min(counts)]
+    rel = {j: relation_faults(records, candidates[j], relations) for j in {0, *fewest}} if relations else {}
+    if rel:  # relations: of the fewest faults, the fewest records said with another relation's words
+        fewest = [j for j in fewest if rel[j] == min(rel[f] for f in fewest)]
     near = {j: closeness(candidates[j].tokens, own) for j in fewest} if own is not None else {}
     i = max(fewest, key=lambda j: (near[j], -j)) if near else fewest[0]
     best = candidates[i]
