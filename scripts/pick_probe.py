@@ -1,4 +1,4 @@
-"""The tune-half probe behind the ``close`` switch (README "Checker-guided decoding", session 17):
+"""The tune-half probe behind the ``close`` switch (docs/history.md "Checker-guided decoding", session 17):
 which candidate the checker should take where the model's own free text leaves a record out.
 
 From a stress run of the checker-guided setting without ``close`` (``python -m segviz.stress
