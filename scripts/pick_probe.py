@@ -1,4 +1,4 @@
-"""The tune-half probe behind the ``close`` switch (docs/history.md "Checker-guided decoding", session 17):
+"""The tune-half probe behind the ``close`` switch (docs/history.md "Checker-guided decoding", sessions 17, 19):
 which candidate the checker should take where the model's own free text leaves a record out.
 
 From a stress run of the checker-guided setting without ``close`` (``python -m segviz.stress
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -26,7 +27,7 @@ from segviz.decode.seg import WIDEN, generate_seg_nbest
 from segviz.metrics import bleu
 from segviz.posterior import text_posterior
 from segviz.records import tokenize
-from segviz.rerank import closeness, faults
+from segviz.rerank import faults, word_edits
 
 
 def pools(run: dict, seg, items: dict, half: str) -> dict[int, dict]:
@@ -60,8 +61,14 @@ def _texts(run: dict) -> dict[int, dict[str, str]]:
 
 
 def precision(text: str, own: str) -> float:
-    """``close``'s measure on the detokenised texts split at spaces (what the probe read)."""
-    return closeness(text.split(), own.split())
+    """``close``'s measure in session 17 (the mean over n = 1..4 of the share of ``text``'s n-grams,
+    clipped and lower-cased, that ``own`` holds) on the detokenised texts split at spaces."""
+    a, b = text.lower().split(), own.lower().split()
+    shares = []
+    for n in range(1, 5):
+        A, B = (Counter(tuple(w[i : i + n]) for i in range(len(w) - n + 1)) for w in (a, b))
+        shares.append(sum((A & B).values()) / max(1, sum(A.values())))
+    return sum(shares) / 4
 
 
 def f1(text: str, own: str) -> float:
@@ -81,7 +88,8 @@ RULES = {  # name -> (the wider list always joins, key of a candidate (text, fau
     "longest common beginning, wider always": (True, lambda c, own: prefix(c[0], own)),
     "exact log p(y|X), wider always": (True, lambda c, own: c[2]),
     "exact log p(y|X) per word, wider always": (True, lambda c, own: c[2] / c[3]),
-    "nearest (n-gram precision), wider always (close)": (True, lambda c, own: precision(c[0], own)),
+    "nearest (n-gram precision), wider always (close, session 17)": (True, lambda c, own: precision(c[0], own)),
+    "fewest word edits, wider always (close since session 19)": (True, lambda c, own: -word_edits(c[0].split(), own.split())),
 }
 
 

@@ -264,17 +264,22 @@ def test_widen_searches_again_only_when_every_candidate_has_a_fault():
     assert _reranked(no_widen, records, [repeated], wider) is repeated and calls == [1]
 
 
-def test_closeness_is_the_share_of_a_text_s_ngrams_that_the_own_text_holds():
-    """BLEU's modified precision against the own text, averaged over n = 1..4, lower-cased."""
-    from segviz.rerank import closeness
+def test_word_edits_count_the_words_inserted_deleted_or_replaced():
+    """Levenshtein over words, case aside: what ``close`` minimises. Dropping the own text's final
+    stop never brings a text nearer (the n-gram share used before session 19 preferred the text
+    without it: fewer of its n-grams were missing from the own text)."""
+    from segviz.rerank import word_edits
 
-    own = "the eagle is a pub . it is cheap .".split()
-    assert closeness(own[:5], own) == 1.0  # a part of the own text
-    assert closeness("The Eagle".split(), own) == 0.5  # case aside; no 3- or 4-grams: those shares 0
-    # "the eagle is a cheap pub ." : 1-grams 7/7, 2-grams 4/6, 3-grams 2/5, 4-grams 1/4
-    got = closeness("the eagle is a cheap pub .".split(), own)
-    assert got == pytest.approx((1 + 4 / 6 + 2 / 5 + 1 / 4) / 4)
-    assert closeness("pub pub pub".split(), own) == pytest.approx((1 / 3 + 0 + 0 + 0) / 4)  # clipped counts
+    own = "the eagle is a pub .".split()
+    assert word_edits(own, own) == 0 and word_edits("The EAGLE is a pub .".split(), own) == 0
+    assert word_edits("the eagle is a cheap pub .".split(), own) == 1  # one inserted
+    assert word_edits("the eagle was a pub .".split(), own) == 1  # one replaced
+    assert word_edits("the eagle is a pub".split(), own) == 1  # one deleted
+    assert word_edits([], own) == 6 and word_edits(own, []) == 6
+    inside = "the eagle is a cheap pub .".split()
+    assert word_edits(inside, own) == 1 < word_edits(inside[:-1], own) == 2  # the stop kept: nearer
+    end = "the eagle is a pub and is cheap .".split()  # at the end: a tie, the model's order decides
+    assert word_edits(end, own) == word_edits(end[:-1], own) == 3
 
 
 def test_close_picks_of_the_faultless_candidates_the_one_nearest_the_own_text():
@@ -359,16 +364,16 @@ def test_guided_choice_says_how_the_checker_chose():
     kept = dataclasses.replace(own, scores={"rerank_free": True})
     assert guided_choice(kept) == "The model's own unconstrained text: the checker finds that it states every record."
     best = rerank("e2e", records, [repeated, far, near], own.tokens)
-    # "the eagle is a pub with cheap food ." against "the eagle is a pub .": 6/9, 4/8, 3/7, 2/6
-    assert best is near and best.scores["rerank_near"] == pytest.approx((6 / 9 + 4 / 8 + 3 / 7 + 2 / 6) / 4)
+    # "the eagle is a pub with cheap food ." from "the eagle is a pub .": 3 words inserted (far: 4)
+    assert best is near and best.scores["rerank_edits"] == 3
     assert guided_choice(best) == (
         "Candidate 3 of the beam's candidates: 0 faults by the checker (the model's first: 2); "
-        "of the fewest faults, the one nearest the model's own text (48% of its n-grams there)."
+        "of the fewest faults, the one nearest the model's own text (3 word edits from it)."
     )
     best.scores["rerank_widened"] = 22
     assert guided_choice(best).startswith("Candidate 3 of 22 candidates of the beam and a four times wider one: ")
     plain = rerank("e2e", records, [repeated, far, near])
-    assert "rerank_near" not in plain.scores and guided_choice(plain).endswith("the first in the model's order.")
+    assert "rerank_edits" not in plain.scores and guided_choice(plain).endswith("the first in the model's order.")
 
 
 def test_free_keeps_an_exact_free_text_and_otherwise_none():

@@ -407,7 +407,7 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     that free text, and the unconstrained system's output, from the model's own search (no rerank,
     no widen: the checker guides only +R / +RM), and ``close`` (with ``free``), when the free text
     has a fault, always lets the wider search join and picks, of the candidates with the fewest
-    faults, the one whose n-grams the free text holds most (:func:`segviz.rerank.closeness`), and
+    faults, the one the fewest word edits from the free text (:func:`segviz.rerank.word_edits`), and
     ``relations`` (with ``rerank``) takes, of the candidates with the fewest faults, those with
     the fewest records said with a word that, in training, only other relations' segments say,
     in their segment or in the words that lead into their value ("the oclc number was Diane

@@ -141,7 +141,7 @@ def generate_seg(
     finds it exact (:func:`_free_pick`); with ``rules.keep`` too that free text, and the output
     under "none", come from the model's own search (:func:`_unguided`); with ``rules.close`` too
     the wider search always joins (with ``rules.widen``) when the free text has a fault, and the
-    checker's pick is, of the candidates with the fewest faults, the one nearest the free text (:func:`segviz.rerank.closeness`); ``elapsed_ms``
+    checker's pick is, of the candidates with the fewest faults, the one the fewest word edits from the free text (:func:`segviz.rerank.word_edits`); ``elapsed_ms``
     then counts every search."""
     rules = options.get("rules")
     unconstrained = plan is None and constraint(constraints).name == "none"
