@@ -116,10 +116,16 @@ st.subheader(f"Case {case.index}: {viz.esc(case.key)}")
 st.markdown(" · ".join(f"**{k}** {viz.esc(r.label)}" for k, r in enumerate(case.records, start=1)), unsafe_allow_html=True)
 
 
+def _token_key(system: str) -> str:
+    """The token picker's state, one per case: a picker kept from another case would hold a
+    token of that case's text (and, with other options, no valid value at all)."""
+    return f"insp_token_{system}_{case.index}"
+
+
 def _token_from_click(system: str) -> None:
     cell = ui.selected_cell(ss.get(f"insp_heat_{system}"))
     if cell is not None:
-        ss[f"insp_token_{system}"] = cell[0]
+        ss[_token_key(system)] = cell[0]
 
 
 if not case.views:  # e.g. the checkpoints became unusable after the run was requested
@@ -136,14 +142,14 @@ cols = st.columns(len(case.views))
 for col, (system, view) in zip(cols, case.views.items(), strict=True):
     with col:
         res = view.result
-        token = ss.get(f"insp_token_{system}")
+        token = ss.get(_token_key(system))
         span = ui.segment_table_pick(view, f"insp_segments_{system}")
         status = locate.view_status_rows(view)
         where, what = ui.status_location(view, status, f"insp_status_{system}"), "row"  # a selected status row
         if where is None and flag is not None and flag.get("system_key") == system:  # else the selected flag
             where, what = service.flag_location(view, flag["kind"], flag.get("k"), flag["record"]), "flag"
         span = span or (where.span if where else None)
-        ui.show_output(view, case.records, token if res and token is not None and token < len(res.tokens) else None,
+        ui.show_output(view, case.records, token if res and isinstance(token, int) and token < len(res.tokens) else None,
                        highlight_record=where.record if where else None, highlight_span=span)
         if where is not None:
             st.caption(f"Selected {what}: {viz.esc(where.note)}.")
@@ -158,10 +164,10 @@ for col, (system, view) in zip(cols, case.views.items(), strict=True):
         if res is None or not res.attention:
             st.caption("No attention: it belongs to the system that wrote this text.")
             continue
-        if ss.get(f"insp_token_{system}", 0) >= len(res.tokens):
-            ss[f"insp_token_{system}"] = 0
+        if not isinstance(ss.get(_token_key(system), 0), int) or ss.get(_token_key(system), 0) >= len(res.tokens):
+            ss[_token_key(system)] = 0
         t = st.selectbox(
-            "Token", list(range(len(res.tokens))), key=f"insp_token_{system}",
+            "Token", list(range(len(res.tokens))), key=_token_key(system),
             format_func=lambda i, r=res: f"{i}: {r.tokens[i]}",
         )
         in_null = view.alignment == "as decoded" and any(s <= t < e and k is None for s, e, k in res.segments)
