@@ -16,6 +16,11 @@ from segviz.records import Record
 from segviz.result import GenerationResult
 from segviz.viz import _short, display_tokens, record_colour
 
+# The heatmaps hold a row per (output token, source token): a 60-word value gives over 20,000,
+# past Altair's default guard of 5,000 rows, which raised MaxRowsError in the Playground. The data
+# are the app's own tables, embedded in the spec as before; the guard is off for every chart here.
+alt.data_transformers.disable_max_rows()
+
 __all__ = ["attention_frame", "attention_chart", "attention_bar", "max_attention", "curves_frame", "loss_chart", "segments_chart", "posterior_frame", "posterior_chart"]
 
 

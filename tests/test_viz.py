@@ -157,6 +157,17 @@ def test_segment_hover_verdict_and_cased_tokens():
     assert "segviz-stale" in viz.segments_html(res, records, stale=True)
 
 
+def test_attention_chart_of_a_long_input_past_altair_s_row_guard():
+    """A 60-word value gives a heatmap of over 20,000 cells; Altair's default guard (5,000 rows)
+    raised MaxRowsError and the Playground showed a traceback instead of the chart."""
+    n_src, n_out = 270, 80
+    res = _result([f"o{t % 5}" for t in range(n_out)], [], source=[f"w{i}" for i in range(n_src)])
+    res.record_of_source_token = [1 + 2 * i // n_src for i in range(n_src)]
+    spec = viz.attention_chart(res, title="ours").to_dict()
+    heat = spec["vconcat"][1]
+    assert len(spec["datasets"][heat["data"]["name"]]) == n_out * n_src
+
+
 @pytest.mark.parametrize("n_src", [4, 30, 60])
 def test_attention_chart_one_band_per_source_token(n_src):
     """The heatmap has one x band per source token, in input order, and one y band per output
