@@ -69,10 +69,12 @@ last = last if last and last[0] == dataset else None  # the last request's setti
 
 dev, dev_msg = ui.dev_inputs(dataset)
 options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
+dev_labels = {key: service.input_label(key, records) for key, records in dev}
 left, right = st.columns([3, 2])
 with left:
     st.selectbox(
         "Load an example (bundled, then dev set)", options, key="playground_example", on_change=_pick_example,
+        format_func=lambda o: dev_labels.get(o, o),
         help=viz.esc(dev_msg) if dev_msg else "Bundled examples first, then distinct inputs of the dev set.",
     )
     table = st.data_editor(

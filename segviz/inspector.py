@@ -120,9 +120,15 @@ def attribute_counts(rows: Sequence[dict]) -> list[dict]:
 def case_label(case: Case, n: int = 90, with_key: bool = False) -> str:
     """A case as its records (``name[X] · food[Y] …``), shortened to about ``n`` characters;
     ``with_key``: after its key (``line 3``, an example's name) unless the key is the MR itself."""
-    text = " · ".join(r.label for r in case.records)
+    return input_label(case.key, case.records, n, with_key)
+
+
+def input_label(key: str, records: list[Record], n: int = 90, with_key: bool = True) -> str:
+    """An input as :func:`case_label` writes a case: a WebNLG dev key ("Airport/2/Id7") with its
+    triples after it, an E2E MR as it is."""
+    text = " · ".join(r.label for r in records)
     text = text if len(text) <= n else text[: n - 1] + "…"
-    return f"{case.key} — {text}" if with_key and "[" not in case.key and case.key != text else text
+    return f"{key} — {text}" if with_key and "[" not in key and key != text else text
 
 
 def parse_output_file(dataset: str, data: bytes) -> list[tuple[list[Record], str]]:

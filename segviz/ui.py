@@ -24,7 +24,6 @@ from segviz.records import Record, RecordError
 
 log = logging.getLogger(__name__)
 
-MAX_DEV_INPUTS = 300  # dev inputs offered by the example pickers
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=8)
@@ -191,7 +190,8 @@ def align_text(dataset: str, records_param: str, text: str, seg_key) -> service.
 
 
 def dev_inputs(dataset: str) -> tuple[list[tuple[str, list[Record]]], str | None]:
-    """Distinct dev inputs ``(key, records)`` (at most ``MAX_DEV_INPUTS``), or a message why none."""
+    """Every distinct dev input ``(key, records)``, or a message why none (all of them: the first
+    300 of WebNLG's had 1 or 2 triples only, so no sample reached a longer input)."""
     return _dev_inputs(dataset, str(default_data_dir()))
 
 
@@ -201,7 +201,7 @@ def _dev_inputs(dataset: str, data_dir: str) -> tuple[list[tuple[str, list[Recor
         exs = unique_inputs(load_split(dataset, "dev", data_dir))
     except (DataError, RecordError, OSError, ValueError) as e:
         return [], f"Dev data unavailable ({e}). Using the bundled examples only."
-    return [(ex.key, ex.records) for ex in exs[:MAX_DEV_INPUTS]], None
+    return [(ex.key, ex.records) for ex in exs], None
 
 
 # ----- renderers ---------------------------------------------------------------------------------------

@@ -174,9 +174,32 @@ def test_inspector_run_flags_and_open_case(env, dev_data):
     case = rows[0]["case"]
     assert at.selectbox(key="insp_case").value == case
     assert len(_texts(at)) == 2
-    at.selectbox(key="insp_token_seg").set_value(1).run()
+    at.selectbox(key=f"insp_token_seg_{case}").set_value(1).run()
     assert not at.exception
     assert 'data-t="1" style="outline:2px solid #000' in _texts(at)[0]
+    # another case has a picker of its own (one kept from the last case crashed the page)
+    at.multiselect(key="insp_kinds").set_value([r["kind"] for r in rows]).run()
+    other = next(r["case"] for r in rows if r["case"] != case)
+    at.selectbox(key="insp_case").set_value(other).run()
+    assert not at.exception and at.selectbox(key=f"insp_token_seg_{other}").value == 0
+    at.radio(key="insp_view").set_value("posterior").run()
+    assert not at.exception
+
+
+def test_inspector_offers_every_dev_input(env, tmp_path, monkeypatch):
+    """No cap on the dev inputs (the first 300 of WebNLG's had 1 or 2 triples only); the
+    Playground's picker names a dev input by its records."""
+    (tmp_path / "many" / "e2e").mkdir(parents=True)
+    mrs = [f"name[Place {i}], eatType[pub]" + (", area[riverside]" if i % 2 else "") for i in range(310)]
+    lines = ["mr,ref"] + [f'"{mr}",Some reference.' for mr in mrs]
+    (tmp_path / "many" / "e2e" / "dev.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("SEGVIZ_DATA", str(tmp_path / "many"))
+    at = _run(INSPECTOR)
+    assert at.number_input(key="insp_n").max == 310
+    at = _run(str(ROOT / "pages" / "0_Playground.py"))
+    picker = at.selectbox(key="playground_example")
+    last = "name[Place 309] · eatType[pub] · area[riverside]"  # the records, as the inspector lists a case
+    assert last in picker.options and len(picker.options) == 1 + len(EXAMPLES["e2e"]) + 310
 
 
 def test_inspector_upload(env):

@@ -9,7 +9,7 @@ import pytest
 from segviz import names, service
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
-from segviz.records import Record, RecordError
+from segviz.records import Record, RecordError, parse_e2e_mr
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +240,14 @@ def test_attribute_counts_and_case_label():
     assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
     case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})
     assert service.case_label(case).startswith("name[XXX") and len(service.case_label(case)) == 90
+
+
+def test_input_label_names_a_webnlg_dev_key_with_its_triples():
+    """The Playground's dev picker: "Airport/1/Id1" alone said nothing of the input."""
+    from segviz.records import parse_webnlg_triples
+
+    records = parse_webnlg_triples(['Aarhus_Airport | cityServed | "Aarhus, Denmark"'])
+    assert service.input_label("Airport/1/Id1", records) == f"Airport/1/Id1 — {records[0].label}"
+    e2e = parse_e2e_mr("name[The Eagle], eatType[pub]")
+    assert service.input_label("name[The Eagle], eatType[pub]", e2e) == "name[The Eagle] · eatType[pub]"
+    assert len(service.input_label("Airport/1/Id1", records * 9, n=40)) <= len("Airport/1/Id1 — ") + 40
