@@ -92,12 +92,13 @@ with right:
     beam = st.number_input("Beam size", 1, 10, beam_default, key="playground_beam")
     guided_default = qp.get("guided") == "1" if "guided" in qp else bool(last and last[4])
     guided = st.checkbox(
-        "Checker-guided", guided_default, key="playground_guided",
+        "Checker-guided", guided_default, key="playground_guided", disabled=constraints == "none",
         help="A separate setting, not the paper's decoding: +R / +RM keep the model's own unconstrained text "
         "where the automatic checker finds it states every record exactly; elsewhere the checker picks, among "
         "the texts of the constrained beam and of a wider one, the text with the fewest faults (then the fewest "
         "values said with another relation's words) that rewords the least of the model's own "
-        "(README, \"Checker-guided decoding\"). The unconstrained outputs (ours, PG) stay the model's own.",
+        "(README, \"Checker-guided decoding\"). The unconstrained outputs (ours, PG) stay the model's own, "
+        "so it is off for \"ours\".",
     )
     go = st.button("Generate", type="primary", key="playground_generate")
 
@@ -135,7 +136,7 @@ if stale:
         "The records or settings have changed since this output was generated: it is greyed out. "
         "Press **Generate** to update it."
     )
-guided_note = " · checker-guided" if cmp.guided else ""
+guided_note = " · checker-guided" if cmp.guided and cmp.constraints != "none" else ""  # no effect on ours
 st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam}{guided_note} · {len(cmp.records)} records")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)

@@ -110,6 +110,11 @@ def test_checker_guided_option_reaches_the_url_and_the_caption(env):
     at2.run()
     assert not at2.exception and at2.checkbox(key="playground_guided").value is True
     assert any("checker-guided" in c.value for c in at2.caption)
+    # it has no effect on the unconstrained output: off for "ours", and the caption does not claim it
+    at.radio(key="playground_constraints").set_value("none").run()
+    assert at.checkbox(key="playground_guided").disabled
+    _generate(at)
+    assert not at.exception and not any("checker-guided" in c.value for c in at.caption)
 
 
 def test_example_picker_loads_rows(env):
