@@ -182,7 +182,7 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
 
     With ``records``, every occurrence of a whole record value (or WebNLG subject) gets its
     original casing back (``the vaults`` -> ``The Vaults``); a lone ``the`` elsewhere stays as is."""
-    tokens = _restore_case(list(tokens), records or [])
+    tokens = restore_case(list(tokens), records or [])
     out = ""
     prev = None
     for tok in tokens:
@@ -196,8 +196,8 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
     return _capitalise(out)
 
 
-def _restore_case(tokens: list[str], records: list[Record]) -> list[str]:
-    """Replace lower-cased occurrences of cased record values by their cased tokens."""
+def restore_case(tokens: list[str], records: list[Record]) -> list[str]:
+    """Replace lower-cased occurrences of cased record values (whole) by their cased tokens."""
     phrases = []
     for r in records:
         for text in (r.value, r.subject or ""):

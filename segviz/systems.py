@@ -16,9 +16,10 @@ import torch
 
 from segviz import decode, faithfulness, names, posterior
 from segviz.checkpoint import Checkpoint
-from segviz.records import Record, RecordError, detokenize
+from segviz.records import Record, RecordError
 from segviz.rerank import misplaced_relations
 from segviz.rows import _unknown_words, unknown_words_warning  # noqa: F401 (_unknown_words: re-exported)
+from segviz.viz import display_tokens
 
 CHECKPOINT_ENV = "SEGVIZ_CHECKPOINTS"
 SYSTEM_LABELS = names.MODEL_LABELS  # the models; systems are named by names.system_name
@@ -217,16 +218,18 @@ def status_rows(comparison: Comparison) -> list[dict]:
 
 
 def segment_rows(view: SystemView, records: Sequence[Record] = ()) -> list[dict]:
-    """One row per segment of ``view``'s text: its words (in the writer's case, or with the
-    records' casing restored), record and per-segment verdict
+    """One row per segment of ``view``'s text: its words as the text shows them
+    (:func:`segviz.viz.display_tokens`: in the writer's case, or with the records' casing restored,
+    a segment inside a sentence not capitalised), record and per-segment verdict
     (:func:`segviz.faithfulness.segment_verdicts`); ``start``/``end`` locate it in the text."""
     res = view.result
     if res is None:
         return []
     names = {k: label for k, label, _ in res.records}
+    shown = display_tokens(res.tokens, records, view.cased)  # the words as the text above shows them
     rows = []
     for n, v in enumerate(view.segment_verdicts, start=1):
-        text = " ".join(view.cased[v.start : v.end]) if view.cased else detokenize(res.tokens[v.start : v.end], records)
+        text = "".join((" " if sp and i > v.start else "") + w for i, (w, sp) in enumerate(shown[v.start : v.end], v.start))
         rows.append({
             "segment": n,
             "text": text,

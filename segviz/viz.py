@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from segviz.records import Record
+from segviz.records import Record, restore_case
 from segviz.result import GenerationResult
 
 __all__ = [
@@ -67,22 +67,24 @@ def display_tokens(
     tokens: Sequence[str], records: Sequence[Record] = (), cased: Sequence[str] | None = None
 ) -> list[tuple[str, bool]]:
     """``(text, space_before)`` per token, with record casing restored and sentences capitalised
-    (the same rules as :func:`segviz.records.detokenize`, token by token). With ``cased`` (the
-    same tokens in the writer's own case, e.g. an uploaded text) those words are shown as they are."""
+    (the same rules as :func:`segviz.records.detokenize`, token by token: a function word takes a
+    value's case only inside a whole value, "The Eagle", not "published In India"; another word
+    wherever it stands). With ``cased`` (the same tokens in the writer's own case, e.g. an
+    uploaded text) those words are shown as they are."""
     casing = {}
     for r in records:
         for text in (r.value, r.subject or ""):
             for w in _WORD.findall(text.replace("_", " ")):
                 if w != w.lower():
                     casing.setdefault(w.lower(), w)
+    whole = restore_case(list(tokens), list(records)) if cased is None else []
     out = []
     prev = None
     for n, tok in enumerate(tokens):
-        nxt = tokens[n + 1] if n + 1 < len(tokens) else None
         if cased is not None:
             word = cased[n]
         else:
-            word = tok if tok in _FUNCTION_WORDS and nxt not in casing else casing.get(tok, tok)
+            word = whole[n] if tok in _FUNCTION_WORDS else casing.get(tok, tok)
             if prev is None or prev in {".", "!", "?"}:
                 word = word[:1].upper() + word[1:]
         space = prev is not None and not (tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-")

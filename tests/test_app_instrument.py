@@ -223,9 +223,9 @@ def test_inspector_null_segment_token_says_so(env):
     nulls = [t for s, e, k in res.segments if k is None for t in range(s, e)]
     real = [t for s, e, k in res.segments if k is not None for t in range(s, e)]
     if nulls:
-        at.selectbox(key="insp_token_seg").set_value(nulls[0]).run()
+        at.selectbox(key=f"insp_token_seg_{case}").set_value(nulls[0]).run()
         assert any(f"Token {nulls[0]} " in i.value and "null segment" in i.value for i in at.info)
-    at.selectbox(key="insp_token_seg").set_value(real[0]).run()
+    at.selectbox(key=f"insp_token_seg_{case}").set_value(real[0]).run()
     assert not any("null segment" in i.value for i in at.info)
 
 

@@ -251,3 +251,22 @@ def test_input_label_names_a_webnlg_dev_key_with_its_triples():
     e2e = parse_e2e_mr("name[The Eagle], eatType[pub]")
     assert service.input_label("name[The Eagle], eatType[pub]", e2e) == "name[The Eagle] · eatType[pub]"
     assert len(service.input_label("Airport/1/Id1", records * 9, n=40)) <= len("Airport/1/Id1 — ") + 40
+
+
+def test_segment_rows_show_each_segment_as_the_text_shows_it():
+    """The verdict table's words are the text's own: a segment inside a sentence is not
+    capitalised ("pub called", not "Pub called"), and the rows joined give the text."""
+    from segviz import faithfulness, viz
+    from segviz.result import GenerationResult
+
+    records = parse_e2e_mr("name[The Eagle], eatType[pub], food[Thai]")
+    tokens = "there is a pub called the eagle . it serves thai food .".split()
+    segments = [(0, 4, 2), (4, 8, 1), (8, 13, 3)]
+    res = GenerationResult(system="seg", records=[(k, r.label, []) for k, r in enumerate(records, 1)],
+                           tokens=tokens, text=" ".join(tokens), segments=segments, attention=[],
+                           source_tokens=[], record_of_source_token=[])
+    view = service.SystemView("seg", res, segment_verdicts=faithfulness.segment_verdicts("e2e", records, tokens, segments))
+    rows = service.segment_rows(view, records)
+    assert [r["text"] for r in rows] == ["There is a pub", "called The Eagle.", "It serves Thai food."]
+    shown = "".join((" " if sp else "") + w for w, sp in viz.display_tokens(tokens, records))
+    assert " ".join(r["text"] for r in rows) == shown

@@ -82,6 +82,18 @@ def test_display_tokens_spacing():
     assert text == "It costs £20. Good-value"
 
 
+def test_display_tokens_case_a_function_word_only_inside_a_whole_value():
+    """"The Eagle" and "Tea In The Park" keep their case; "in the city centre" elsewhere stays
+    lower-case (it read "It is In The city centre": a function word took the case of any value
+    word that followed it)."""
+    from segviz.records import parse_e2e_mr
+
+    records = parse_e2e_mr("name[Tea In The Park], near[The Eagle], area[city centre]")
+    tokens = "tea in the park is near the eagle . it is in the city centre and by the park .".split()
+    text = "".join((" " if sp else "") + w for w, sp in viz.display_tokens(tokens, records))
+    assert text == "Tea In The Park is near The Eagle. It is in the city centre and by the Park."
+
+
 def test_legend_lists_records_and_null():
     out = viz.legend_html(_result(["x"], [(0, 1, 1)]), highlight_record=1)
     assert out.count('data-record="') == 3 and "null (no record)" in out and "2px solid #000" in out
