@@ -15,6 +15,7 @@ from segviz import checkpoint, decode, faithfulness
 from segviz.data import Vocab
 from segviz.decode import is_function_word, parse_value_rules, value_rules
 from segviz.decode.rules import _said_ids
+from segviz.examples import EXAMPLES
 from segviz.records import parse_e2e_mr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -543,6 +544,17 @@ def test_a_name_of_known_words_but_not_a_training_name_is_copied_whole(e2e_seg):
         out[bool(known)] = decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=r).text
     assert "Mill Street Diner" not in out[False] and out[False].startswith("Mill ")
     assert "Mill Street Diner" in out[True]
+
+
+def test_an_unseen_name_said_once_is_not_owed_again(e2e_seg):
+    """*names*: a later segment of a record whose unseen name the text has said needs not say it
+    again. Owing it barred the model's closing ``[name: .]`` segment, so unconstrained texts with
+    an invented name ended without their full stop (the Playground's "Blue Heron Café" did)."""
+    records = EXAMPLES["e2e"]["Blue Heron Café (6 slots)"]
+    res = decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, "none", 5, rules=e2e_seg.rules("auto"))
+    assert res.text.endswith("less than £20.") and res.text.count("Blue Heron Café") == 1
+    later = [res.tokens[s:e] for s, e, k in res.segments if k == 1][1:]  # the name record's later segments
+    assert later and ["."] in later and not any("heron" in seg for seg in later)
 
 
 def test_inner_words_of_an_unseen_name_come_only_after_its_first():
