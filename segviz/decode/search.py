@@ -107,9 +107,10 @@ def _said_before(x, tokens: list[int], k: int) -> bool:
 
 def _name_said(x, tokens: list[int], k: int) -> bool:
     """``ValueRules.names``: whether ``tokens`` (as :func:`_spelt` reads them) have already said
-    record ``k``'s proper name whole, so that a later segment of ``k`` does not owe it again.
-    Owing it barred the model's closing segment ``[name: .]`` under an unseen name: a text with
-    an invented name ended without its full stop (session 19)."""
+    record ``k``'s proper name whole, so that a later segment of ``k`` does not owe it again
+    (without a plan: a planned segment says its record's name, a record planned again is a
+    filler). Owing it barred the model's closing segment ``[name: .]`` under an unseen name: a
+    text with an invented name ended without its full stop (session 19)."""
     read = _spelt(x, tokens)
     return any(_has(read, tuple(q), x.twins) for q in x.must.get(k, ()))
 
@@ -581,7 +582,7 @@ class SegmentDecoder:
         when ``j`` is a record the constraints or the plan have already had said."""
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
         filler = x.fillers and j > 0 and j in again
-        said = _said_before(x, h.tokens, j) or _name_said(x, h.tokens, j)  # once / names: not owed again
+        said = _said_before(x, h.tokens, j) or not x.plan and _name_said(x, h.tokens, j)  # once / names: not owed again
         return replace(
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
