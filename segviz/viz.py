@@ -93,6 +93,13 @@ def display_tokens(
     return out
 
 
+def _brief(label: str) -> str:
+    """A record's label for a segment's tag: a WebNLG triple without its subject ("city |
+    Bangalore"; cut to 28 characters the whole triple showed only its subject); the hover names
+    it all."""
+    return label.split(" | ", 1)[1] if " | " in label else label
+
+
 def _short(label: str, n: int = 28) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
@@ -149,7 +156,7 @@ def segments_html(
         if k == -1:  # no alignment
             parts.append(lead + "".join(toks))
             continue
-        tag = "null" if k is None else f"{k} {_short(names.get(k, '?'))}"
+        tag = "null" if k is None else f"{k} {_short(_brief(names.get(k, '?')))}"
         v = by_span.get((start, end))
         outline = "outline:2px dotted #c00;" if v is not None and not v.faithful else ""
         picked = highlight_span is not None and (start, end) == tuple(highlight_span)

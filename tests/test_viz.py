@@ -94,6 +94,16 @@ def test_display_tokens_case_a_function_word_only_inside_a_whole_value():
     assert text == "Tea In The Park is near The Eagle. It is in the city centre and by the Park."
 
 
+def test_segment_tags_of_a_triple_name_its_relation():
+    """A WebNLG segment's tag leaves the subject (often the same for every record) to the hover
+    and shows the predicate and object; cut whole, it read "1 Acharya_Institute_of_Techno…"."""
+    res = _result(["it", "is", "in", "bangalore"], [(0, 2, None), (2, 4, 1)])
+    res.records = [(1, "Acharya_Institute_of_Technology | city | Bangalore", ["bangalore"])]
+    out = viz.segments_html(res)
+    assert "1 city | Bangalore" in html.unescape(out)
+    assert "record 1: Acharya_Institute_of_Technology | city | Bangalore" in html.unescape(out)
+
+
 def test_legend_lists_records_and_null():
     out = viz.legend_html(_result(["x"], [(0, 1, 1)]), highlight_record=1)
     assert out.count('data-record="') == 3 and "null (no record)" in out and "2px solid #000" in out
