@@ -246,7 +246,9 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
         name = st.text_input("Campaign name", value=f"{dataset}-dev-{date.today().isoformat()}", key="ann_new_name")
         split = st.selectbox("Split", ["dev", "train"], key="ann_new_split")
         chosen = st.multiselect("Systems", list(specs), format_func=system_label, key="ann_new_systems")
-        files = st.file_uploader("Other systems' outputs (E2E: MR<TAB>output, or one line per input in order)",
+        formats = {"e2e": "MR<TAB>output per line, or one output per input in order",
+                   "webnlg": "one output per line, in the order of the split's entries"}
+        files = st.file_uploader(f"Other systems' outputs ({formats.get(dataset, 'one output per input in order')})",
                                  accept_multiple_files=True, key="ann_new_uploads")
         c1, c2, c3 = st.columns(3)
         per_k = c1.number_input("Inputs per K", min_value=1, value=20, step=1, key="ann_new_per_k")
