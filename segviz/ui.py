@@ -25,7 +25,6 @@ from segviz.records import Record, RecordError
 log = logging.getLogger(__name__)
 
 
-
 @st.cache_resource(show_spinner="Loading model…", max_entries=8)
 def load_checkpoint(path: str, stamp: float | None = None) -> ckpt.Checkpoint:
     """Checkpoints are loaded once per server process, keyed by path and weights mtime."""
