@@ -557,6 +557,22 @@ def test_an_unseen_name_said_once_is_not_owed_again(e2e_seg):
     assert later and ["."] in later and not any("heron" in seg for seg in later)
 
 
+def test_a_name_inside_a_longer_name_of_the_input_is_not_said():
+    """``_name_said`` reads a name outside the input's longer names that hold it: "Blue Heron"
+    (``near``) is not said by "Blue Heron Café" (``name``), so its segment still owes it."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _name_said
+
+    blue, heron, cafe, by = 11, 12, 13, 14
+    x = SimpleNamespace(spelt={}, must={1: [(blue, heron, cafe)], 2: [(blue, heron)]},
+                        phrases={1: [(blue, heron, cafe)], 2: [(blue, heron)]})
+    assert _name_said(x, [blue, heron, cafe, by], 1)
+    assert not _name_said(x, [blue, heron, cafe, by], 2)  # only inside the longer name
+    assert _name_said(x, [blue, heron, cafe, by, blue, heron, by], 2)  # said on its own as well
+    assert not _name_said(x, [by], 1) and not _name_said(x, [blue, heron], 3)  # not said; owes none
+
+
 def test_inner_words_of_an_unseen_name_come_only_after_its_first():
     from segviz.decode.rules import _inner_ids
 

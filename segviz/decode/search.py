@@ -107,12 +107,17 @@ def _said_before(x, tokens: list[int], k: int) -> bool:
 
 def _name_said(x, tokens: list[int], k: int) -> bool:
     """``ValueRules.names``: whether ``tokens`` (as :func:`_spelt` reads them) have already said
-    record ``k``'s proper name whole, so that a later segment of ``k`` does not owe it again
-    (without a plan: a planned segment says its record's name, a record planned again is a
-    filler). Owing it barred the model's closing segment ``[name: .]`` under an unseen name: a
-    text with an invented name ended without its full stop (session 19)."""
+    record ``k``'s proper name whole, outside the input's longer names that hold it ("Blue Heron"
+    inside "Blue Heron Café" is not said), so that a segment of ``k`` does not owe it again
+    (without a plan: a planned segment says its record's name). Owing it barred the model's
+    closing segment ``[name: .]`` under an unseen name: a text with an invented name ended
+    without its full stop (session 19)."""
     read = _spelt(x, tokens)
-    return any(_has(read, tuple(q), x.twins) for q in x.must.get(k, ()))
+    names = {tuple(p) for ps in x.phrases.values() for p in ps}
+    return any(
+        _alone(read, tuple(q), [p for p in names if len(p) > len(q) and _has(list(p), tuple(q))])
+        for q in x.must.get(k, ())
+    )
 
 
 def _alone(tokens: list[int], phrase: tuple, longer: list[tuple]) -> bool:
