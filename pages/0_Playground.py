@@ -69,7 +69,7 @@ last = last if last and last[0] == dataset else None  # the last request's setti
 
 dev, dev_msg = ui.dev_inputs(dataset)
 options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
-dev_labels = {key: service.input_label(key, records) for key, records in dev}
+dev_labels = {key: service.input_label(key, records, n=1000) for key, records in dev}  # whole: MRs share beginnings
 left, right = st.columns([3, 2])
 with left:
     st.selectbox(
@@ -99,7 +99,7 @@ with right:
         "values said with another relation's words) that rewords the least of the model's own "
         "(README, \"Checker-guided decoding\"). The unconstrained outputs (ours, PG) stay the model's own, "
         "so it is off for \"ours\".",
-    )
+    ) and constraints != "none"  # a box left ticked does not reach the request, the URL or the export
     go = st.button("Generate", type="primary", key="playground_generate")
 
 edited = table.to_dict("records")

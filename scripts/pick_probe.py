@@ -1,4 +1,4 @@
-"""The tune-half probe behind the ``close`` switch (docs/history.md "Checker-guided decoding", sessions 17, 19):
+"""The tune-half probe behind the ``close`` switch (docs/history.md "Checker-guided decoding", session 17; README, session 19):
 which candidate the checker should take where the model's own free text leaves a record out.
 
 From a stress run of the checker-guided setting without ``close`` (``python -m segviz.stress
@@ -89,7 +89,7 @@ RULES = {  # name -> (the wider list always joins, key of a candidate (text, fau
     "exact log p(y|X), wider always": (True, lambda c, own: c[2]),
     "exact log p(y|X) per word, wider always": (True, lambda c, own: c[2] / c[3]),
     "nearest (n-gram precision), wider always (close, session 17)": (True, lambda c, own: precision(c[0], own)),
-    "fewest word edits, wider always (close since session 19)": (True, lambda c, own: -word_edits(c[0].split(), own.split())),
+    "fewest word edits, wider always (close since session 19)": (True, lambda c, own: -word_edits(tokenize(c[0]), tokenize(own))),
 }
 
 

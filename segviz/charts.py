@@ -14,7 +14,7 @@ import pandas as pd
 
 from segviz.records import Record
 from segviz.result import GenerationResult
-from segviz.viz import _short, display_tokens, record_colour
+from segviz.viz import _brief, _short, display_tokens, record_colour
 
 # The heatmaps hold a row per (output token, source token): a 60-word value gives over 20,000,
 # past Altair's default guard of 5,000 rows, which raised MaxRowsError in the Playground. The data
@@ -275,7 +275,7 @@ def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased
     y = alt.Y("t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), title="tokens",
               axis=alt.Axis(labelExpr=_label_expr([f"{t} {_short(w, 14)}" for t, (w, _) in enumerate(shown)]),
                             labelFontSize=min(11, sy - 1), labelOverlap=False, labelLimit=110, ticks=False))
-    state_labels = ["null"] + [f"{j} {_short(post.states[j], 18)}" for j in range(1, S)]
+    state_labels = ["null"] + [f"{j} {_short(_brief(post.states[j]), 18)}" for j in range(1, S)]
     x = alt.X("j:O", sort=x_dom, scale=alt.Scale(domain=x_dom), title="record (null = no record)",
               axis=alt.Axis(labelExpr=_label_expr(state_labels), labelAngle=-45, labelLimit=130, ticks=False))
     tooltip = [alt.Tooltip("token:N", title="token"), alt.Tooltip("state:N", title="record"),

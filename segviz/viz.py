@@ -67,9 +67,9 @@ def display_tokens(
     tokens: Sequence[str], records: Sequence[Record] = (), cased: Sequence[str] | None = None
 ) -> list[tuple[str, bool]]:
     """``(text, space_before)`` per token, with record casing restored and sentences capitalised
-    (the same rules as :func:`segviz.records.detokenize`, token by token: a function word takes a
-    value's case only inside a whole value, "The Eagle", not "published In India"; another word
-    wherever it stands). With ``cased`` (the same tokens in the writer's own case, e.g. an
+    (:func:`segviz.records.detokenize` restores whole values only; here a function word takes a
+    value's case only inside a whole value, "The Eagle", not "published In India", and another
+    value word wherever it stands, "by the Park"). With ``cased`` (the same tokens in the writer's own case, e.g. an
     uploaded text) those words are shown as they are."""
     casing = {}
     for r in records:

@@ -115,6 +115,7 @@ def test_checker_guided_option_reaches_the_url_and_the_caption(env):
     assert at.checkbox(key="playground_guided").disabled
     _generate(at)
     assert not at.exception and not any("checker-guided" in c.value for c in at.caption)
+    assert at.query_params["guided"] == "0" and at.session_state["playground_request"][4] is False
 
 
 def test_example_picker_loads_rows(env):

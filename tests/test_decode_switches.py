@@ -266,9 +266,10 @@ def test_widen_searches_again_only_when_every_candidate_has_a_fault():
 
 
 def test_word_edits_count_the_words_inserted_deleted_or_replaced():
-    """Levenshtein over words, case aside: what ``close`` minimises. Dropping the own text's final
-    stop never brings a text nearer (the n-gram share used before session 19 preferred the text
-    without it: fewer of its n-grams were missing from the own text)."""
+    """Levenshtein over words, case aside: what ``close`` minimises. Words added before the final
+    stop: the text without it is farther; a clause added at the end: a tie; a new sentence after
+    the own text's stop: nearer without its own stop (a limit; the n-gram share used before
+    session 19 preferred the text without the stop in all three)."""
     from segviz.rerank import word_edits
 
     own = "the eagle is a pub .".split()
@@ -281,6 +282,8 @@ def test_word_edits_count_the_words_inserted_deleted_or_replaced():
     assert word_edits(inside, own) == 1 < word_edits(inside[:-1], own) == 2  # the stop kept: nearer
     end = "the eagle is a pub and is cheap .".split()  # at the end: a tie, the model's order decides
     assert word_edits(end, own) == word_edits(end[:-1], own) == 3
+    new = "the eagle is a pub . it is cheap .".split()  # a new sentence: nearer without its stop
+    assert word_edits(new, own) == 4 > word_edits(new[:-1], own) == 3
 
 
 def test_close_picks_of_the_faultless_candidates_the_one_nearest_the_own_text():

@@ -299,7 +299,8 @@ class ValueRules:
     (:mod:`segviz.lexicon`) and do nothing without one; ``names`` acts on unseen proper names (a
     capitalised value or WebNLG subject with a word outside the vocabulary): once its first
     content word is out it is copied whole, and its record's segment ends only after the value
-    has been said. ``rules=None`` is the paper's decoding."""
+    has been said (without a plan: in it or before it, session 19). ``rules=None`` is the paper's
+    decoding."""
 
     lexicon: dict[str, frozenset[str]] = field(default_factory=dict)  # word -> features (segviz.lexicon)
     absent: bool | None = True  # no lexicon word that the input does not hold (None: with a plan)
@@ -307,7 +308,7 @@ class ValueRules:
         True  # a segment says no other record's lexicon word, a null one none (None: with a plan)
     )
     names: bool = (
-        True  # a proper name once begun is copied whole, and its record's segment says it (no lexicon)
+        True  # a proper name once begun is copied whole, and its record's segment says it unless said (no lexicon)
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
