@@ -124,8 +124,9 @@ def case_label(case: Case, n: int = 90, with_key: bool = False) -> str:
 
 
 def input_label(key: str, records: list[Record], n: int = 90, with_key: bool = True) -> str:
-    """An input as :func:`case_label` writes a case: a WebNLG dev key ("Airport/2/Id7") with its
-    triples after it, an E2E MR as it is."""
+    """An input as :func:`case_label` writes a case: its records joined by " · " (an E2E MR), after
+    its key where the key is not the MR itself (a WebNLG dev key, "Airport/2/Id7 — …"), cut to
+    about ``n`` characters."""
     text = " · ".join(r.label for r in records)
     text = text if len(text) <= n else text[: n - 1] + "…"
     return f"{key} — {text}" if with_key and "[" not in key and key != text else text

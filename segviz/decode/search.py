@@ -112,11 +112,14 @@ def _name_said(x, tokens: list[int], k: int) -> bool:
     (without a plan: a planned segment says its record's name). Owing it barred the model's
     closing segment ``[name: .]`` under an unseen name: a text with an invented name ended
     without its full stop (session 19)."""
+    owed = x.must.get(k)
+    if not owed:  # most records: nothing to read (this runs for every record choice of the beam)
+        return False
     read = _spelt(x, tokens)
     names = {tuple(p) for ps in x.phrases.values() for p in ps}
     return any(
         _alone(read, tuple(q), [p for p in names if len(p) > len(q) and _has(list(p), tuple(q))])
-        for q in x.must.get(k, ())
+        for q in owed
     )
 
 
