@@ -108,21 +108,34 @@ def _spelled(entity: str) -> tuple[str, ...]:
     return tuple(plain_word(t) for t in tokenize(entity_text(entity)))
 
 
+STOPS = frozenset({".", "!", "?"})
+
+
 def word_edits(tokens: list[str], own: list[str]) -> int:
     """How much ``tokens`` rewords the model's own text ``own``: the fewest words to insert, delete
-    or replace (case aside) to turn one into the other (Levenshtein over words; 0 when equal).
-    Where the added words come before the final stop, dropping it makes a text farther, and where
-    a clause is added at the end the two tie (the model's order decides); a new *sentence* after
-    the own text's stop is nearer without its own stop (a limit: the n-gram share used before
-    session 19 preferred a text without the stop in all three cases)."""
-    a, b = [t.lower() for t in tokens], [t.lower() for t in own]
+    or replace (case aside) to turn one into the other (Levenshtein over words; 0 when equal),
+    with the final stops set apart: the two texts are compared without them, and a text that lacks
+    the stop ``own`` ends with counts one edit more. So dropping the stop never makes a text
+    nearer, wherever the added words are (before session 20 a new sentence after ``own``'s stop
+    was one edit nearer without its own stop); chosen on the tune half (docs/design.md §6)."""
+    a, b = _unstopped([t.lower() for t in tokens]), _unstopped([t.lower() for t in own])
     prev = list(range(len(b) + 1))  # edits from a[:0] to each b[:j]
     for i, x in enumerate(a, 1):
         cur = [i]
         for j, y in enumerate(b, 1):
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
         prev = cur
-    return prev[-1]
+    return prev[-1] + (_stopped(own) and not _stopped(tokens))
+
+
+def _stopped(tokens: list[str]) -> bool:
+    """Whether a text ends with a full stop (or ! or ?)."""
+    return bool(tokens) and tokens[-1] in STOPS
+
+
+def _unstopped(tokens: list[str]) -> list[str]:
+    """``tokens`` without their final stop, if they have one."""
+    return tokens[:-1] if _stopped(tokens) else tokens
 
 
 def rerank(
