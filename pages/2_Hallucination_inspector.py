@@ -77,7 +77,8 @@ if not cases:
 
 rows = service.flagged_rows(cases)
 c1, c2 = st.columns(2)
-kinds = c1.multiselect("Kinds", service.FLAG_KINDS, default=list(service.FLAG_KINDS), key="insp_kinds")
+offered = service.flag_kinds(dataset)
+kinds = c1.multiselect("Kinds", offered, default=offered, key=f"insp_kinds_{dataset}")
 attributes = sorted({service.attribute_of(r["record"]) for r in rows})
 picked_attributes = c2.multiselect("Attributes", attributes, default=[], key="insp_attributes",
                                    placeholder="all attributes")

@@ -72,6 +72,8 @@ class Dataset:
     attributes: tuple[str, ...] | None = None  # known attributes (others warn); None: open-ended
     uploads: bool = False  # the app reads uploaded "MR<TAB>output" files of this dataset
     not_measured: frozenset[str] = field(default_factory=frozenset)  # checker counts that are always 0
+    relation_words: bool = False  # the segment model learns words only one relation's segments say
+    # (the inspector's "other relation" flag, segviz.rerank.misplaced_relations; E2E's lexicon has none)
     parse_upload: Callable[[bytes, Sequence[list[Record]] | None], list] | None = None  # an uploaded output file
     # and the dev inputs its bare lines pair with -> (line, records, output); None: "MR<TAB>output" lines
     references: Callable[[Path], list[tuple[str, list[Record], list[str]]]] | None = None  # dev split file ->
@@ -150,7 +152,7 @@ register(Dataset(
     name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
     files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
     check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg,
-    not_measured=frozenset({"wrong", "hallucinated"}),
+    not_measured=frozenset({"wrong", "hallucinated"}), relation_words=True,
     read_inputs=formats.read_webnlg_inputs, input_kind="WebNLG XML (a file or folder of <entry> elements)",
     foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,

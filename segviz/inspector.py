@@ -22,6 +22,13 @@ from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
 FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation")  # the last: a lexicon's guess (WebNLG)
 
 
+def flag_kinds(dataset: str) -> list[str]:
+    """The flag kinds ``dataset`` can raise: its checker's measured counts, and "other relation"
+    where its segment model learns relation words (:attr:`segviz.datasets.Dataset.relation_words`)."""
+    ds = get(dataset)
+    return [k for k in FLAG_KINDS if k not in ds.not_measured and (k != "other relation" or ds.relation_words)]
+
+
 class OutputFileError(ValueError):
     """An uploaded system-output file cannot be read; the message names the line."""
 

@@ -169,7 +169,8 @@ def test_inspector_run_flags_and_open_case(env, dev_data):
     rows = service.flagged_rows(service.run_systems("e2e", dev_data, seg, pg, "rm", 2))
     table = at.dataframe[0].value
     assert rows and len(table) == len(rows) and list(table["kind"]) == [r["kind"] for r in rows]
-    at.multiselect(key="insp_kinds").set_value([rows[0]["kind"]]).run()
+    assert at.multiselect(key="insp_kinds_e2e").options == ["wrong", "repeated", "missing", "hallucinated"]
+    at.multiselect(key="insp_kinds_e2e").set_value([rows[0]["kind"]]).run()
     assert set(at.dataframe[0].value["kind"]) == {rows[0]["kind"]}
     case = rows[0]["case"]
     assert at.selectbox(key="insp_case").value == case
@@ -178,7 +179,7 @@ def test_inspector_run_flags_and_open_case(env, dev_data):
     assert not at.exception
     assert 'data-t="1" style="outline:2px solid #000' in _texts(at)[0]
     # another case has a picker of its own (one kept from the last case crashed the page)
-    at.multiselect(key="insp_kinds").set_value([r["kind"] for r in rows]).run()
+    at.multiselect(key="insp_kinds_e2e").set_value([r["kind"] for r in rows]).run()
     other = next((r["case"] for r in rows if r["case"] != case), None)
     assert other is not None, "the tiny models should get more than one case flagged"
     at.selectbox(key="insp_case").set_value(other).run()

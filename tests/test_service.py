@@ -194,6 +194,13 @@ def test_other_relation_flags_from_the_segment_model_s_relation_words(tiny):
     assert service.misplaced_note(plain[0].views["upload"]) is None
 
 
+def test_flag_kinds_are_those_the_dataset_can_raise():
+    """The inspector offers E2E no "other relation" (its lexicon has no relation words) and WebNLG
+    no "wrong" / "hallucinated" (its checker does not measure them)."""
+    assert service.flag_kinds("e2e") == ["wrong", "repeated", "missing", "hallucinated"]
+    assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation"]
+
+
 # ----- results ---------------------------------------------------------------------------------------
 
 
