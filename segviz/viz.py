@@ -93,6 +93,12 @@ def display_tokens(
     return out
 
 
+def display_text(tokens: Sequence[str], records: Sequence[Record] = ()) -> str:
+    """The text as the app shows it (:func:`display_tokens` joined): what an annotator reads, in
+    the Playground's casing ("B M Reddy", where the text leaves the dots of "B._M._Reddy" out)."""
+    return "".join((" " if space else "") + word for word, space in display_tokens(tokens, records))
+
+
 def _brief(label: str) -> str:
     """A record's label for a segment's tag: a WebNLG triple without its subject ("city |
     Bangalore"; cut to 28 characters the whole triple showed only its subject); the hover names

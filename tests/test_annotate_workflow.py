@@ -121,6 +121,10 @@ def test_build_campaign(store: Store, inputs: list[Input], ckpts: Path, decode_c
     assert upload[0]["segments"]["tokens"] == tokenize(upload[0]["output"])
     seg_item = items[0]
     assert seg_item["output"] and seg_item["segments"]["tokens"]
+    for it in (it for it in items if not it["system"].startswith("upload:")):  # our texts as the Playground shows them
+        records = [Record.from_json(r) for r in it["records"]]
+        assert it["output"] == viz.display_text(it["segments"]["tokens"], records)
+        assert tokenize(it["output"]) == it["segments"]["tokens"]
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and "2 inputs x 3 systems" in reports[-1][1]
 

@@ -92,6 +92,18 @@ def test_display_tokens_case_a_function_word_only_inside_a_whole_value():
     tokens = "tea in the park is near the eagle . it is in the city centre and by the park .".split()
     text = "".join((" " if sp else "") + w for w, sp in viz.display_tokens(tokens, records))
     assert text == "Tea In The Park is near The Eagle. It is in the city centre and by the Park."
+    assert viz.display_text(tokens, records) == text
+
+
+def test_display_text_cases_a_value_s_words_where_the_text_leaves_out_its_dots():
+    """What Annotate stores for our systems: the Playground's casing, not the whole-value-only
+    casing of the decoder's text ("b m reddy" for "B._M._Reddy")."""
+    from segviz.records import detokenize, parse_webnlg_triples
+
+    records = parse_webnlg_triples(["Ayam_penyet | country | B._M._Reddy"])
+    tokens = "the country of ayam penyet is b m reddy .".split()
+    assert detokenize(tokens, records) == "The country of Ayam penyet is b m reddy."
+    assert viz.display_text(tokens, records) == "The country of Ayam penyet is B M Reddy."
 
 
 def test_segment_tags_of_a_triple_name_its_relation():

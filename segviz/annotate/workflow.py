@@ -33,6 +33,7 @@ from typing import Any
 
 from segviz import checkpoint as ckpt
 from segviz import decode, service
+from segviz.viz import display_text
 from segviz.annotate.campaign import (
     Input,
     Output,
@@ -299,7 +300,7 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
             else:
                 res = decode.generate_seg(c.model, c.vocab, inp.records, s.constraints, beam=beam, system=s.name, rules=c.rules())
                 segments = {"tokens": res.tokens, "segments": _zero_based(res.segments)}
-            outs.append(Output(inp.input_id, res.text, segments))
+            outs.append(Output(inp.input_id, display_text(res.tokens, inp.records), segments))  # as the Playground shows it
             done += 1
         out[s.name] = outs
     wanted = {i.input_id: i for i in chosen}
