@@ -35,7 +35,6 @@ from segviz.annotate import (
     validate_annotator,
 )
 from segviz.annotate import workflow as sv
-from segviz.names import LEVEL_NAMES
 
 FLUENCY_HELP = "1 = not understandable, 3 = understandable with errors, 5 = perfectly fluent (grammar only)"
 FLAG_HELP = {"wrong": "the text states this record with a wrong value",
@@ -47,11 +46,6 @@ FLAG_HELP = {"wrong": "the text states this record with a wrong value",
 def get_store(url: str) -> Store:
     """One store (engine, connection pool) per database URL and server process."""
     return Store(url)
-
-
-def system_label(name: str) -> str:
-    spec = sv.SystemSpec.parse(name)
-    return name if spec.constraints is None else f"{spec.checkpoint} · {LEVEL_NAMES[spec.constraints]}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +239,7 @@ def create_section(store: Store, dataset: str, expanded: bool) -> None:
                    "count K), then generated with beam 5.")
         name = st.text_input("Campaign name", value=f"{dataset}-dev-{date.today().isoformat()}", key="ann_new_name")
         split = st.selectbox("Split", ["dev", "train"], key="ann_new_split")
-        chosen = st.multiselect("Systems", list(specs), format_func=system_label, key="ann_new_systems")
+        chosen = st.multiselect("Systems", list(specs), format_func=sv.system_title, key="ann_new_systems")
         formats = {"e2e": "MR<TAB>output per line, or one output per input in order",
                    "webnlg": "one output per line, in the order of the split's entries"}
         files = st.file_uploader(f"Other systems' outputs ({formats.get(dataset, 'one output per input in order')})",
@@ -372,7 +366,9 @@ def results_section(store: Store, campaign: dict) -> None:
         return
     st.subheader("Human evaluation (paper Tables 2–3)")
     st.caption("Fluency: mean; wrong / repeat / miss: totals of the majority vote over complete annotations.")
-    st.dataframe(results_table(store, campaign["id"]), hide_index=True, key="ann_results_table")
+    table = results_table(store, campaign["id"])
+    table["system"] = table["system"].map(sv.system_title)
+    st.dataframe(table, hide_index=True, key="ann_results_table")
     ag = agreement(store, campaign["id"])
     st.markdown(f"**Agreement** — {ag['annotators']} annotator(s); {ag['items_multi']} item(s) with two or more "
                 "complete annotations. Krippendorff's alpha: "

@@ -277,6 +277,9 @@ def test_create_campaign_from_checkpoints(store: Store, tmp_path: Path, monkeypa
     assert len(store.items("mine")) == 4
     assert at.selectbox(key="ann_campaign").value == "mine"  # the new campaign is selected
     assert progress_text(at) == "0 of 4 done · item 1 of 4"
+    at.toggle(key="ann_results").set_value(True).run()
+    table = next(d.value for d in at.dataframe if "fluent" in d.value.columns)
+    assert list(table["system"]) == ["e2e-seg · ours", "e2e-pg"]  # not the stored "e2e-seg:none"
     at.text_input(key="ann_new_name").set_value("mine").run()
     at.button(key="ann_create").click().run()
     assert any("already exists" in e.value for e in at.error)

@@ -87,6 +87,15 @@ def decode_calls(monkeypatch) -> list[str]:
     return calls
 
 
+def test_system_titles_name_the_paper_s_systems_and_uploads() -> None:
+    """Annotate's system picker and results table show these, not the stored ids."""
+    assert sv.system_title("e2e-seg:rm") == "e2e-seg · ours (+RM)"
+    assert sv.system_title("e2e-seg:none") == "e2e-seg · ours"
+    assert sv.system_title("webnlg-pg") == "webnlg-pg"
+    assert sv.system_title("upload:ref.tsv") == "ref.tsv (uploaded)"
+    assert sv.system_title("mine:odd") == "mine:odd"  # neither form: as stored
+
+
 def test_build_campaign(store: Store, inputs: list[Input], ckpts: Path, decode_calls: list[str]) -> None:
     reports: list[tuple[float, str]] = []
     c = sv.build_campaign(store, "c", "e2e", "dev", [SystemSpec("e2e-seg", "r"), SystemSpec("e2e-pg")],

@@ -33,7 +33,6 @@ from typing import Any
 
 from segviz import checkpoint as ckpt
 from segviz import decode, service
-from segviz.viz import display_text
 from segviz.annotate.campaign import (
     Input,
     Output,
@@ -52,7 +51,9 @@ from segviz.annotate.editor import (
     segments_html,
 )
 from segviz.annotate.store import FLAG_NAMES, UNSET, AnnotationError, Store
+from segviz.names import LEVEL_NAMES
 from segviz.records import Record, tokenize
+from segviz.viz import display_text
 
 __all__ = [
     "SystemSpec",
@@ -113,6 +114,21 @@ class SystemSpec:
         if level and level not in CONSTRAINT_LEVELS:
             raise AnnotationError(f"unknown constraint level {level!r} in {name!r} (use {', '.join(CONSTRAINT_LEVELS)})")
         return cls(ckpt_name, level or None)
+
+
+UPLOAD_PREFIX = "upload:"  # the system name of an uploaded output file: "upload:file.tsv"
+
+
+def system_title(name: str) -> str:
+    """A stored system name as the page shows it: "e2e-seg · ours (+RM)", "file.tsv (uploaded)";
+    a PG checkpoint's (no level) and a name of neither form as they are."""
+    if name.startswith(UPLOAD_PREFIX):
+        return f"{name[len(UPLOAD_PREFIX):]} (uploaded)"
+    try:
+        spec = SystemSpec.parse(name)
+    except AnnotationError:
+        return name
+    return name if spec.constraints is None else f"{spec.checkpoint} · {LEVEL_NAMES[spec.constraints]}"
 
 
 def default_checkpoints_dir(path: str | Path | None = None) -> Path:
@@ -241,7 +257,7 @@ def build_campaign(store: Store, name: str, dataset: str, split: str, systems: S
     uploaded: dict[str, list[Output]] = {}
     for fname, data in uploads.items():  # parse every file before any model runs
         try:
-            uploaded[f"upload:{fname}"] = parse_uploaded_outputs(data, dataset, pool)
+            uploaded[f"{UPLOAD_PREFIX}{fname}"] = parse_uploaded_outputs(data, dataset, pool)
         except AnnotationError as exc:
             raise AnnotationError(f"{fname}: {exc}") from None
     upload_ids = [{o.input_id for o in outs} for outs in uploaded.values()]
