@@ -397,6 +397,9 @@ def main() -> None:
         st.info("No campaign yet: create one above or import an export.")
         return
     st.caption(f"Campaign **{viz.esc(campaign['name'])}** · {campaign['dataset']} {campaign['split']}")
+    note = sv.sampling_note(campaign["config"])
+    if note:
+        st.info(note)
     if annotator is None:
         st.warning("Enter your annotator id in the sidebar (or open a link ending in ?annotator=NAME) to start.")
     else:

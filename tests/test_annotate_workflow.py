@@ -188,6 +188,18 @@ def test_without_aligner_no_system_keeps_segments(store: Store, inputs: list[Inp
     assert [it["segments"] for it in store.items("c")] == [None] * 4  # 2 inputs x (PG, upload)
 
 
+def test_an_upload_covering_part_of_the_split_is_said(store: Store, inputs: list[Input], ckpts: Path) -> None:
+    """The sample is drawn from the inputs every uploaded file covers, and the page says so."""
+    c = sv.build_campaign(store, "part", "e2e", "dev", [], {"u.tsv": tsv(inputs[:4])}, per_k=5, inputs=inputs,
+                          checkpoints_dir=ckpts)
+    assert len(store.items("part")) == 4
+    assert sv.sampling_note(c["config"]) == ("The uploaded files cover 4 of the split's 6 inputs: "
+                                             "this campaign's inputs were drawn from those only.")
+    whole = sv.build_campaign(store, "whole", "e2e", "dev", [], {"u.tsv": tsv(inputs)}, per_k=1, inputs=inputs,
+                              checkpoints_dir=ckpts)
+    assert sv.sampling_note(whole["config"]) is None
+
+
 def test_available_systems_and_spec_names(ckpts: Path, tmp_path: Path, monkeypatch) -> None:
     assert sv.available_systems("e2e", ckpts) == [SystemSpec("e2e-pg"), SystemSpec("e2e-seg", "none"),
                                                   SystemSpec("e2e-seg", "r"), SystemSpec("e2e-seg", "rm")]

@@ -131,6 +131,17 @@ def system_title(name: str) -> str:
     return name if spec.constraints is None else f"{spec.checkpoint} · {LEVEL_NAMES[spec.constraints]}"
 
 
+def sampling_note(config: dict) -> str | None:
+    """What the page says when uploaded files left out some of the split's inputs (the sample is
+    drawn from the inputs every file covers); None when every input was in the pool."""
+    sampling = config.get("sampling") or {}
+    covered, pool = sum((sampling.get("available") or {}).values()), sampling.get("pool")
+    if not pool or covered >= pool:
+        return None
+    return (f"The uploaded files cover {covered:,} of the split's {pool:,} inputs: "
+            "this campaign's inputs were drawn from those only.")
+
+
 def default_checkpoints_dir(path: str | Path | None = None) -> Path:
     """``path``, else the app's checkpoint folder (:func:`segviz.service.checkpoint_root`:
     ``$SEGVIZ_CHECKPOINTS``, else the repository's ``checkpoints/``, whatever the working folder)."""
