@@ -39,9 +39,12 @@ def _pick_example() -> None:
 
 
 # ----- the records: from the URL on first load, a bundled example otherwise ----------------------
+kept = ss.setdefault("playground_kept", {})  # each dataset's rows as last shown: a switch and back keeps the edits
+if ss.get("playground_saved"):
+    kept[ss["playground_saved"][0]] = ss["playground_saved"][2]
 if ss.get("playground_rows_dataset") != dataset:
     first_load = "playground_rows_dataset" not in ss
-    rows = service.rows_from_records(dataset, next(iter(examples_for(dataset).values())))
+    rows = kept.get(dataset) or service.rows_from_records(dataset, next(iter(examples_for(dataset).values())))
     if first_load and qp.get("records"):
         try:
             rows = service.rows_from_records(dataset, service.records_from_param(dataset, qp["records"]))

@@ -124,6 +124,10 @@ def test_example_picker_loads_rows(env):
     assert not at.exception
     rows = at.session_state["playground_rows"]
     assert rows[0] == {"attribute": "name", "value": "Blue Heron Café"} and len(rows) == 6
+    at.radio(key="sidebar_dataset").set_value("webnlg").run()
+    assert at.session_state["playground_rows"][0]["subject"]  # WebNLG's own rows
+    at.radio(key="sidebar_dataset").set_value("e2e").run()
+    assert not at.exception and at.session_state["playground_rows"] == rows  # back: the rows as left, not the first example
 
 
 @pytest.mark.parametrize(
