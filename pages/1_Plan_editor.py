@@ -102,7 +102,7 @@ left, right = st.columns([2, 3])
 with left:
     st.subheader("Order of the records")
     if sort_items is not None:
-        st.caption("Drag the records, or use the ↑/↓ buttons (keyboard accessible).")
+        st.caption("Drag the records, or move them with the ↑/↓ buttons below (keyboard accessible).")
         dragged = sort_items(
             [labels[k] for k in ss["plan_order"]], direction="vertical", key=f"plan_sortable_{ss['plan_sortable_version']}"
         )
@@ -111,12 +111,15 @@ with left:
             ss["plan_order"] = new_order
     else:
         st.caption("Use the ↑/↓ buttons to move records (drag and drop needs `streamlit-sortables`).")
-    for pos, k in enumerate(ss["plan_order"]):
-        c1, c2, c3 = st.columns([6, 1, 1])
-        added = " <small>(added by +RM)</small>" if k in overview.appended else ""
-        c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>{added}", unsafe_allow_html=True)
-        c2.button("↑", key=f"plan_up_{k}", on_click=_move, args=(k, -1), disabled=pos == 0, help=f"move record {k} up")
-        c3.button("↓", key=f"plan_down_{k}", on_click=_move, args=(k, 1), disabled=pos == K - 1, help=f"move record {k} down")
+    # with the drag list the same order would show twice: its buttons fold away (still reachable by keyboard)
+    with st.expander("↑/↓ buttons") if sort_items is not None else st.container():
+        for pos, k in enumerate(ss["plan_order"]):
+            c1, c2, c3 = st.columns([6, 1, 1])
+            added = " <small>(added by +RM)</small>" if k in overview.appended else ""
+            c1.markdown(f"**{pos + 1}.** record {k}: <code>{viz.esc(records[k - 1].label)}</code>{added}", unsafe_allow_html=True)
+            c2.button("↑", key=f"plan_up_{k}", on_click=_move, args=(k, -1), disabled=pos == 0, help=f"move record {k} up")
+            c3.button("↓", key=f"plan_down_{k}", on_click=_move, args=(k, 1), disabled=pos == K - 1,
+                      help=f"move record {k} down")
     st.number_input("Beam size", 1, 10, 5, key="plan_beam")
     regenerate = st.button("Regenerate with this plan", type="primary", key="plan_regenerate")
 

@@ -45,6 +45,14 @@ shipped = {s.name: service.shipped_epoch(s.history) for s in shown}
 loss = viz.loss_chart(df, shipped)
 st.altair_chart(loss, key="results_loss")
 ui.figure_downloads(loss, "results_loss", "training-curves", dataset)
+stretches = service.training_stretches(shown)
+if len(stretches) > len({r["checkpoint"] for r in stretches}):  # some checkpoint was trained in stretches
+    st.caption(
+        "Each curve joins every stretch of its checkpoint's training. A stretch continued with other data "
+        "(--clean, --substitute, --val-half), another start (--init) or another learning rate begins where the "
+        "last ended, so a step between two epochs may be the data changing, not the model. The stretches:"
+    )
+    st.dataframe(pd.DataFrame(stretches), hide_index=True, width="stretch", key="results_stretches")
 if df["series"].str.contains("exp_seg").any():
     segments = viz.segments_chart(df, shipped)
     st.altair_chart(segments, key="results_segments")

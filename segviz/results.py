@@ -5,6 +5,7 @@ dev metrics, read without loading weights, and the metrics table. No Streamlit.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,42 @@ def shipped_epoch(history: Sequence[dict]) -> int | None:
     best = [(h["val_nll"], h["epoch"]) for h in history
             if isinstance(h.get("val_nll"), int | float) and h["val_nll"] == h["val_nll"] and "epoch" in h]  # fmt: skip
     return min(best)[1] if best else None
+
+
+# segviz.train's flags that change what a stretch trains on or how (a curve joins stretches as one line)
+STRETCH_FLAGS = {"--resume": 0, "--init": 1, "--clean": 0, "--clean-list": 1, "--substitute": 1,
+                 "--abbreviations": 0, "--lr": 1, "--val-half": 1, "--hidden": 1, "--reg-weight": 1}  # flag: its values
+
+
+def training_stretches(summaries: Sequence[CheckpointSummary]) -> list[dict]:
+    """One row per stretch of each checkpoint's training: a run of ``segviz.train`` (its history's
+    ``command`` record, at the stretch's first epoch), the epochs it trained, and its flags that
+    change the data, the start or the learning rate (:data:`STRETCH_FLAGS`). The curves draw the
+    stretches of one checkpoint as one history; this table says where one run gave way to another."""
+    rows = []
+    for s in summaries:
+        starts = [(h["epoch"], h.get("command")) for h in s.history
+                  if "epoch" in h and (isinstance(h.get("command"), dict) or h is s.history[0])]  # fmt: skip
+        last = max((h["epoch"] for h in s.history if "epoch" in h), default=None)
+        for i, (first, command) in enumerate(starts):
+            end = starts[i + 1][0] - 1 if i + 1 < len(starts) else last
+            line = command.get("line", "") if isinstance(command, dict) else ""
+            rows.append({"checkpoint": s.name, "epochs": f"{first}–{end}" if end != first else str(first),
+                         "flags": _stretch_flags(line) if line else "(not recorded)", "command": line})
+    return rows
+
+
+def _stretch_flags(line: str) -> str:
+    """The :data:`STRETCH_FLAGS` of a command line with their values ("--resume --lr 0.0002")."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = line.split()
+    out = []
+    for i, w in enumerate(words):
+        if w in STRETCH_FLAGS:
+            out.append(" ".join(words[i : i + 1 + STRETCH_FLAGS[w]]))
+    return " ".join(out) or "(a fresh start)"
 
 
 def _numbers(d: dict) -> dict:

@@ -58,6 +58,7 @@ from segviz.results import (
     results_rows,
     shipped_epoch,
     summarise_checkpoints,
+    training_stretches,
 )
 from segviz.rows import (
     E2E_ATTRIBUTES,
@@ -159,5 +160,6 @@ __all__ = [
     "summarise_checkpoints",
     "metrics_rows",
     "results_rows",
+    "training_stretches",
     "shipped_epoch",
 ]

@@ -269,9 +269,13 @@ def test_results_readable_metrics_na_and_shipped_epoch(env, tmp_path, monkeypatc
         (root / name / "metrics.json").write_text(json.dumps({"rm": metrics, "none": metrics}))
     hist = [{"epoch": 1, "val_nll": 1.2, "val_exp_seg": 6.0, "val_K": 5.0}, {"epoch": 2, "val_nll": 1.1, "val_exp_seg": 5.5, "val_K": 5.0},
             {"epoch": 3, "val_nll": 1.15, "val_exp_seg": 5.4, "val_K": 5.0}]  # fmt: skip
+    hist[2]["command"] = {"line": "python -m segviz.train --out x --init y --clean --epochs 3"}  # a second stretch
     (root / "e2e-seg" / "history.json").write_text(json.dumps(hist))
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(root))
     at = _run(RESULTS)
+    stretches = next(d.value for d in at.dataframe if "flags" in d.value.columns)
+    assert list(stretches["epochs"]) == ["1–2", "3"] and stretches["flags"].iloc[1] == "--init y --clean"
+    assert any("joins every stretch" in c.value for c in at.caption)
     table = next(d.value for d in at.dataframe if "BLEU" in d.value.columns)
     assert list(table.columns[:4]) == ["checkpoint", "system", "BLEU", "ROUGE-L"]
     assert list(table["system"]) == ["ours", "ours (+RM)"] and table["SER"].iloc[0] == "12.25%"

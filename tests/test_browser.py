@@ -136,6 +136,8 @@ def test_plan_editor_reorder_and_regenerate(page, server, tiny):
     _generate(page, server)
     page.get_by_role("link", name="Plan editor").click()  # same session: the Playground's records
     page.get_by_text("The model's own plan").first.wait_for()  # the order starts from the model's own plan
+    _idle(page)
+    page.get_by_text("↑/↓ buttons").click()  # beside the drag list, the buttons are folded away
     page.get_by_text(f"1. record {own[0]}: {records[own[0] - 1].label}").wait_for()
     _idle(page)  # the page may still be rerunning: a click now can be lost (a CI run timed out here)
     page.get_by_role("button", name="↓").first.click()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -222,6 +223,22 @@ def test_summaries_and_metrics(tiny, tmp_path):
     assert {"checkpoint": "e2e-pg", "level": "—", "bleu": 0.58} in rows
     assert {"checkpoint": "e2e-seg", "level": "ours (+RM)", "bleu": 0.61, "wrong": 3} in rows
     assert service.summarise_checkpoints(tmp_path / "nowhere") == []
+
+
+def test_training_stretches_say_where_one_run_gave_way_to_another():
+    """The Results curves join a checkpoint's runs; the stretches table names each run's epochs and
+    the flags that changed its data, start or learning rate."""
+    from segviz.results import CheckpointSummary
+
+    hist = [{"epoch": 1, "command": {"line": "python -m segviz.train --out x --model seg --epochs 2"}}, {"epoch": 2},
+            {"epoch": 3, "command": {"line": "python -m segviz.train --out x --resume --clean --lr 0.0002 --epochs 4"}},
+            {"epoch": 4}, {"epoch": 5, "command": {"line": "python -m segviz.train --out x --init 'my ck' --substitute 0.5"}}]
+    old = [{"epoch": 1}, {"epoch": 2}]  # a history from before commands were recorded
+    rows = service.training_stretches([CheckpointSummary("s", Path("s"), history=hist), CheckpointSummary("o", Path("o"), history=old)])
+    assert [(r["checkpoint"], r["epochs"], r["flags"]) for r in rows] == [
+        ("s", "1–2", "(a fresh start)"), ("s", "3–4", "--resume --clean --lr 0.0002"), ("s", "5", "--init my ck --substitute 0.5"),
+        ("o", "1–2", "(not recorded)")]
+    assert rows[1]["command"].endswith("--epochs 4")
 
 
 def test_sample_inputs_first_random_stratified():
