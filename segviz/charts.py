@@ -277,7 +277,8 @@ def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased
                             labelFontSize=min(11, sy - 1), labelOverlap=False, labelLimit=110, ticks=False))
     state_labels = ["null"] + [f"{j} {_short(_brief(post.states[j]), 18)}" for j in range(1, S)]
     x = alt.X("j:O", sort=x_dom, scale=alt.Scale(domain=x_dom), title="record (null = no record)",
-              axis=alt.Axis(labelExpr=_label_expr(state_labels), labelAngle=-45, labelLimit=130, ticks=False))
+              axis=alt.Axis(labelExpr=_label_expr(state_labels), labelAngle=-45, labelLimit=130, ticks=False,
+                            labelOverlap=False))  # slanted labels never touch, but their boxes do: Vega hid every other one
     tooltip = [alt.Tooltip("token:N", title="token"), alt.Tooltip("state:N", title="record"),
                alt.Tooltip("p:Q", format=".3f", title="P(token in a segment of this record)"),
                alt.Tooltip("start:Q", format=".3f", title="P(a segment starts here)"),

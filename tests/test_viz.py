@@ -169,6 +169,8 @@ def test_posterior_chart_and_word_diff():
     heat, bars = body["hconcat"]
     assert [lay["mark"]["type"] for lay in heat["layer"]] == ["rect", "rect"] and bars["mark"]["type"] == "bar"
     assert heat["layer"][1]["mark"]["filled"] is False  # the Viterbi frames
+    x_axis = heat["layer"][0]["encoding"]["x"]["axis"]
+    assert x_axis["labelOverlap"] is False and "name[X]" in x_axis["labelExpr"]  # every record labelled
     diff = viz.word_diff_html(["the", "<b>", "pub", "."], ["the", "pub", "near", "x", "."])
     assert "<del" in diff and "&lt;b&gt;" in diff and "<b>" not in diff and '600">near x</ins>' in diff
     assert viz.word_diff_html(["a"], ["a"]).count("<ins") == 0
