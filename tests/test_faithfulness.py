@@ -216,6 +216,23 @@ def test_webnlg_verdicts():
     assert rep.wrong == 0 and rep.hallucinated == []
 
 
+def test_webnlg_a_date_or_code_is_stated_whole_not_by_its_first_number():
+    """The year alone does not state a date ("on 1988" for 1988-11-22), nor "0" an ISBN or "2014" the
+    season "2014–15 Serie A": a number is read apart only before a unit ("3.5 metres"). A date
+    is said in words or figures, month or day first, as outputs write it."""
+    def status(value: str, text: str) -> str:
+        return check_webnlg(parse_webnlg_triples([f"X_House | p | {value}"]), text).per_record[0].status
+
+    assert status('"1988-11-22"', "X House was added on 1988.") == "missing"
+    for text in ("on November 22nd, 1988", "on nov. 22 1988", "on the 22nd of November 1988", "on 1988-11-22",
+                 "on 11 / 22 / 1988", "on 22/11/1988", "on november the 22 nd 1988"):
+        assert status('"1988-11-22"', f"X House was added {text}.") == "realised", text
+    assert status('"0-374-26131-8"', "X House has 10 rooms.") == "missing"
+    assert status('"0-374-26131-8"', "X House has the isbn 0-374-26131-8.") == "realised"
+    assert status("2014–15_Serie_A", "X House played in 2014.") == "missing"
+    assert status('"3.5 metres"', "X House is 3.5 m high.") == "realised"
+
+
 def test_webnlg_a_short_spelling_inside_another_entity_is_no_mention():
     """The city's first part "Appleton" (of ``Appleton,_Wisconsin``) said inside the subject
     "Appleton International Airport" is not a mention: one "appleton" more is not a repetition, and

@@ -75,8 +75,8 @@ def _plain_variants(entity: str) -> list[str]:
     if re.fullmatch(r"[a-z]+ans", no_paren):  # a people: "Americans", "Italians", "Mexicans"
         plain.append(no_paren[:-1])
     plain += _number_variants(no_paren)
-    num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*(.*)", no_paren)  # "125.0 (minutes)" / "3.5 metres"
-    if num:
+    num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*([a-z(].*)?", no_paren)  # "125.0 (minutes)" / "3.5 metres"
+    if num:  # (not the year of a date "1988-11-22": the year alone does not state the date)
         plain += _number_variants(num.group(1)) or [num.group(1)]
     return list(dict.fromkeys(p for p in plain if p))
 
@@ -106,13 +106,19 @@ def _variants(entity: str) -> list[tuple[str, str]]:
     no_paren = _no_paren(_entity_norm(entity))
     date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", no_paren)
     if date:
-        y, mo, d = date.groups()
-        month, day = _MONTHS[int(mo) - 1], str(int(d))
-        out += [
-            (rf"{month} {day}(?:st|nd|rd|th)?,? {y}", no_paren),
-            (rf"{day}(?:st|nd|rd|th)? (?:of )?{month},? {y}", no_paren),
-        ]
+        out += [(rx, no_paren) for rx in _date_forms(*date.groups())]
     return out
+
+
+def _date_forms(y: str, mo: str, d: str) -> list[str]:
+    """Regexes of a date written out: "november 22nd, 1988", "november the 22 nd 1988", "the 22nd
+    of nov. 1988", or in figures with slashes, month or day first ("11 / 22 / 1988", "22/11/1988")."""
+    month, day = _MONTHS[int(mo) - 1], str(int(d))
+    name = rf"(?:{month}|{month[:3]}\.?)"
+    th = r"\s?(?:st|nd|rd|th)?"
+    m, dd = rf"0?{int(mo)}", rf"0?{day}"
+    return [rf"{name} (?:the )?{day}{th},? (?:of )?{y}", rf"(?:the )?{day}{th} (?:of )?{name},? {y}",
+            rf"{m}\s?/\s?{dd}\s?/\s?{y}", rf"{dd}\s?/\s?{m}\s?/\s?{y}"]
 
 
 def _entity_spans(
