@@ -112,7 +112,7 @@ with left:
     else:
         st.caption("Use the ↑/↓ buttons to move records (drag and drop needs `streamlit-sortables`).")
     # with the drag list the same order would show twice: its buttons fold away (still reachable by keyboard)
-    with st.expander("↑/↓ buttons") if sort_items is not None else st.container():
+    with st.expander("Move with ↑/↓ buttons (keyboard)") if sort_items is not None else st.container():
         for pos, k in enumerate(ss["plan_order"]):
             c1, c2, c3 = st.columns([6, 1, 1])
             added = " <small>(added by +RM)</small>" if k in overview.appended else ""

@@ -50,9 +50,9 @@ if source == "run":
     for message in filter(None, errors):  # absent or unusable: say why (an error if neither is usable)
         (ui.error if all(errors) else ui.warning)(message)
     if not all(errors) and st.button("Run both models", type="primary", key="insp_run"):
-        ss["insp_request"] = (dataset, int(n), constraints, int(beam), how, int(seed))
-    req = ss.get("insp_request")
-    if req and req[0] == dataset:
+        ss.setdefault("insp_requests", {})[dataset] = (dataset, int(n), constraints, int(beam), how, int(seed))
+    req = ss.get("insp_requests", {}).get(dataset)  # each dataset's last run: a switch and back keeps it
+    if req:
         cases = ui.run_systems(*req[:4], seg_key, pg_key, *req[4:])
         if req[1:] != (int(n), constraints, int(beam), how, int(seed)):
             st.warning("The settings have changed since these cases were run: press **Run both models** to update them.")

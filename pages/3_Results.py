@@ -49,8 +49,10 @@ stretches = service.training_stretches(shown)
 if len(stretches) > len({r["checkpoint"] for r in stretches}):  # some checkpoint was trained in stretches
     st.caption(
         "Each curve joins every stretch of its checkpoint's training. A stretch continued with other data "
-        "(--clean, --substitute, --val-half), another start (--init) or another learning rate begins where the "
-        "last ended, so a step between two epochs may be the data changing, not the model. The stretches:"
+        "(--clean, --substitute, --abbreviations), another start (--init) or another learning rate begins where "
+        "the last ended, so a step between two epochs may be the data changing, not the model; after a new "
+        "--val-half or --clean the validation NLL is measured on other references, so compare it within a "
+        "stretch. Paths under /tmp were the training machine's copies of the data and checkpoints. The stretches:"
     )
     st.dataframe(pd.DataFrame(stretches), hide_index=True, width="stretch", key="results_stretches")
 if df["series"].str.contains("exp_seg").any():

@@ -144,7 +144,7 @@ def test_inspector_with_no_usable_checkpoint_shows_errors_not_a_traceback(broken
     errors = [html.unescape(e.value) for e in at.error]
     assert len(errors) == 2 and "'model.hidden'" in errors[0] and "'model.dropout' must be a number" in errors[1]
     assert not [b for b in at.button if b.key == "insp_run"]  # nothing to run
-    at.session_state["insp_request"] = ("e2e", 2, "rm", 1)  # a run requested before they broke
+    at.session_state["insp_requests"] = {"e2e": ("e2e", 2, "rm", 1)}  # a run requested before they broke
     at.run()
     assert not at.exception  # was StreamlitInvalidColumnSpecError
     assert "No system produced an output for this case." in [e.value for e in at.error]

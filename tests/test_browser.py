@@ -137,7 +137,7 @@ def test_plan_editor_reorder_and_regenerate(page, server, tiny):
     page.get_by_role("link", name="Plan editor").click()  # same session: the Playground's records
     page.get_by_text("The model's own plan").first.wait_for()  # the order starts from the model's own plan
     _idle(page)
-    page.get_by_text("↑/↓ buttons", exact=True).click()  # beside the drag list, the buttons are folded away
+    page.get_by_text("Move with ↑/↓ buttons (keyboard)", exact=True).click()  # beside the drag list, the buttons are folded away
     page.get_by_text(f"1. record {own[0]}: {records[own[0] - 1].label}").wait_for()
     _idle(page)  # the page may still be rerunning: a click now can be lost (a CI run timed out here)
     page.get_by_role("button", name="↓").first.click()
@@ -213,7 +213,7 @@ def test_deep_link_to_plan_editor(page, server):
     records = EXAMPLES["e2e"]["Mill Street Diner (3 slots)"]
     query = urlencode({"dataset": "e2e", "records": service.records_to_param(records), "plan": "3,2,1"})
     page.goto(f"{server}/Plan_editor?{query}")
-    page.get_by_text("↑/↓ buttons", exact=True).click()  # the order as text (the drag list is a frame of its own)
+    page.get_by_text("Move with ↑/↓ buttons (keyboard)", exact=True).click()  # the order as text (the drag list is a frame of its own)
     page.get_by_text("1. record 3: priceRange[cheap]").wait_for()
     _idle(page)
     page.get_by_role("button", name="Regenerate with this plan").click()

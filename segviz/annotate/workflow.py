@@ -320,7 +320,7 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
         c = models[s.checkpoint]
         outs = []
         for inp in chosen:
-            _report(progress, 0.95 * done / total, f"{s.name}: input {len(outs) + 1} of {len(chosen)}")
+            _report(progress, 0.95 * done / total, f"{system_title(s.name)}: input {len(outs) + 1} of {len(chosen)}")
             if s.constraints is None:
                 res = decode.generate_pg(c.model, c.vocab, inp.records, beam=beam, system=s.name, rules=c.rules())
                 segments = align(inp.records, res.tokens)
@@ -335,7 +335,7 @@ def _generate(systems: Sequence[SystemSpec], models: Mapping[str, Any], chosen: 
         outs = []
         for o in parsed:
             if o.input_id in wanted:
-                _report(progress, 0.95 * done / total, f"aligning {system}: {len(outs) + 1} of {len(chosen)}")
+                _report(progress, 0.95 * done / total, f"aligning {system_title(system)}: {len(outs) + 1} of {len(chosen)}")
                 outs.append(Output(o.input_id, o.text, align(wanted[o.input_id].records, tokenize(o.text))))
                 done += 1
         out[system] = outs
