@@ -227,6 +227,7 @@ def test_webnlg_a_date_or_code_is_stated_whole_not_by_its_first_number():
     for text in ("on November 22nd, 1988", "on nov. 22 1988", "on the 22nd of November 1988", "on 1988-11-22",
                  "on 11 / 22 / 1988", "on 22/11/1988", "on november the 22 nd 1988"):
         assert status('"1988-11-22"', f"X House was added {text}.") == "realised", text
+    assert status('"1974-08-01"', "X House retired on 1 august 1974. He retired on aug 1, 1974.") == "repeated"
     assert status('"0-374-26131-8"', "X House has 10 rooms.") == "missing"
     assert status('"0-374-26131-8"', "X House has the isbn 0-374-26131-8.") == "realised"
     assert status("2014–15_Serie_A", "X House played in 2014.") == "missing"

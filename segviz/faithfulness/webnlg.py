@@ -105,8 +105,8 @@ def _variants(entity: str) -> list[tuple[str, str]]:
         out.append((rx, v))
     no_paren = _no_paren(_entity_norm(entity))
     date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", no_paren)
-    if date:
-        out += [(rx, no_paren) for rx in _date_forms(*date.groups())]
+    if date:  # every written form in one regex: two forms of one date are a repetition
+        out.append(("(?:" + "|".join(_date_forms(*date.groups())) + ")", no_paren))
     return out
 
 
