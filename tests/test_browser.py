@@ -163,6 +163,7 @@ def test_webnlg_and_its_output_survive_a_visit_to_the_plan_editor(page, server):
     page.get_by_role("button", name="Generate").click()
     page.locator(".segviz-text").nth(1).wait_for()
     page.get_by_role("link", name="Plan editor").click()
+    page.get_by_text("Move with ↑/↓ buttons (keyboard)", exact=True).click()  # the order as text
     page.get_by_text(records[0].label, exact=False).first.wait_for()
     _idle(page)
     page.wait_for_url(re.compile(r"dataset=webnlg"))  # Streamlit writes the URL after the page has drawn
