@@ -234,6 +234,24 @@ def test_webnlg_a_date_or_code_is_stated_whole_not_by_its_first_number():
     assert status('"3.5 metres"', "X House is 3.5 m high.") == "realised"
 
 
+def test_webnlg_a_figure_said_in_part_states_every_number_of_it():
+    """Session 21: a date, season or number is stated in part only with every number of it, so
+    the wrong month ("the 26 th of october 1827" of 1827-11-26) or another season ("the 2014
+    season" of 2014–15_Lega_Pro) is missing; a figure set apart by spaces ("1 / 19", "6.5 e +
+    11") is stated, as a detokenised output writes it, but not its garbled pieces ("6.5 e + +")."""
+    def status(value: str, text: str) -> str:
+        return check_webnlg(parse_webnlg_triples([f"X_House | p | {value}"]), text).per_record[0].status
+
+    assert status("1827-11-26", "X House was born on the 26 th of october 1827.") == "missing"
+    assert status("1827-11-26", "X House was born on the 26 th of november 1827.") == "realised"
+    assert status("2014–15_Lega_Pro", "X House played in the lega pro during the 2014 season.") == "missing"
+    assert status("1634:_The_Baltic_War", "X House was preceded by 1634 the baltic war.") == "realised"
+    assert status('"1/19"', "The runway name of X House is 1 / 19.") == "realised"
+    assert status('"06/24 \'Kaagbaan\'"', "X House is named 06 / 24 ' Kaagbaan '.") == "realised"
+    assert status("6.5e+11", "11 X House apoapsis e + +, 6.5 e + +.") == "missing"
+    assert status("6.5e+11", "X House has an apoapsis of 6.5 e + 11.") == "realised"
+
+
 def test_webnlg_a_short_spelling_inside_another_entity_is_no_mention():
     """The city's first part "Appleton" (of ``Appleton,_Wisconsin``) said inside the subject
     "Appleton International Airport" is not a mention: one "appleton" more is not a repetition, and

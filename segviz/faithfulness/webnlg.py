@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
-from segviz.records import Record
+from segviz.records import MONTHS, Record
 
 # ----------------------------------------------------------------------------- WebNLG
 
-_MONTHS = "january february march april may june july august september october november december".split()
 _STOP = {"the", "of", "a", "an", "and", "in", "on", "at", "for", "to", "de", "la", "le"}
 
 
@@ -75,7 +74,7 @@ def _plain_variants(entity: str) -> list[str]:
     if re.fullmatch(r"[a-z]+ans", no_paren):  # a people: "Americans", "Italians", "Mexicans"
         plain.append(no_paren[:-1])
     plain += _number_variants(no_paren)
-    num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*([a-z(].*)?", no_paren)  # "125.0 (minutes)" / "3.5 metres"
+    num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*((?!e[+-]?\d)[a-z(].*)?", no_paren)  # "125.0 (minutes)" / "3.5 metres", not "6.5e+11"
     if num:  # (not the year of a date "1988-11-22": the year alone does not state the date)
         plain += _number_variants(num.group(1)) or [num.group(1)]
     return list(dict.fromkeys(p for p in plain if p))
@@ -89,9 +88,15 @@ def _spaced(spelling: str) -> str:
     out = ""
     for a, b in zip(spelling, spelling[1:] + " ", strict=True):
         out += r"[\s-]+" if a == " " else r"\s*\." if a == "." else re.escape(a)
-        if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()):
+        if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()
+                                      or _symbol(a) or _symbol(b)):  # fmt: skip
             out += r"\s*"
     return out
+
+
+def _symbol(ch: str) -> bool:
+    """A sign a detokenised output may set apart by spaces: "1 / 19" of ``"1/19"``, "6.5 e + 11"."""
+    return not (ch.isalnum() or ch.isspace() or ch in ".-")
 
 
 def _variants(entity: str) -> list[tuple[str, str]]:
@@ -113,7 +118,7 @@ def _variants(entity: str) -> list[tuple[str, str]]:
 def _date_forms(y: str, mo: str, d: str) -> list[str]:
     """Regexes of a date written out: "november 22nd, 1988", "november the 22 nd 1988", "the 22nd
     of nov. 1988", or in figures with slashes, month or day first ("11 / 22 / 1988", "22/11/1988")."""
-    month, day = _MONTHS[int(mo) - 1], str(int(d))
+    month, day = MONTHS[int(mo) - 1], str(int(d))
     name = rf"(?:{month}|{month[:3]}\.?)"
     th = r"\s?(?:st|nd|rd|th)?"
     m, dd = rf"0?{int(mo)}", rf"0?{day}"
@@ -160,9 +165,11 @@ def _partial_mention(entity: str, norm_text: str, others: list[str], subject: st
     mentions of the other input entities that hold it: "frederick" and "maryland" inside
     "Frederick County, Maryland" do not say ``Frederick,_Maryland``. The record's own subject
     is not masked for a single word (its name may share the object's words). The words are those
-    outside the entity's bracket, a number whole ("3.5" is no "5" of "1.5")."""
+    outside the entity's bracket, a number whole ("3.5" is no "5" of "1.5", "6.5e+11" one word), and every number of
+    the entity must be among them (session 21): "26 th of october 1827" does not say
+    ``1827-11-26``, nor "the 2014 season" ``2014–15_Lega_Pro``."""
     no_paren = _no_paren(_entity_norm(entity))
-    words = [w for w in re.findall(r"\d+(?:[.,]\d+)*|\w+", no_paren) if w not in _STOP]
+    words = [w for w in re.findall(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?|\w+", no_paren) if w not in _STOP]
     if len(words) < 2:
         return []
     spans = _containing_spans(entity, no_paren, others, norm_text, subject)
@@ -172,6 +179,9 @@ def _partial_mention(entity: str, norm_text: str, others: list[str], subject: st
         spans += _containing_spans(entity, w, not_own, norm_text, subject)
     rest = "".join(" " if any(s <= i < e for s, e in spans) else c for i, c in enumerate(norm_text))
     present = [w for w in words if re.search(_whole_word(w), rest)]
+    figures = [w for w in words if w[0].isdigit()]  # a date, season or code: its every number (session 21)
+    if any(w not in present for w in figures):
+        return []
     return present if len(present) * 3 >= len(words) * 2 else []
 
 
