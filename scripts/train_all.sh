@@ -123,11 +123,12 @@ train webnlg-seg --dataset webnlg --model seg --resume --val-half tune --substit
 # (E2E: --min-rate 0.02 and e2e-seg's default rules auto+fillers+paraphrases(+stating), chosen on the tune
 # half of dev, README "Choices"; e2e-seg's lexicon from the checker-clean references (--clean,
 # session 6), rarer words by lift and the segment words of its own alignment (--min-lift 20
-# --segments, session 7); WebNLG: the defaults, webnlg-seg's value rules auto+once+qualifiers+spellings+forms+echo+onward+plurals and the relation words of its own alignment, --relations, session 18)
+# --segments, session 7); WebNLG: the defaults, webnlg-seg's value rules auto+once+qualifiers+spellings+forms+echo+onward+plurals and the relation words of its own alignment, --relations, session 18;
+# +months for both WebNLG models since session 21)
 run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases+stating --clean --segments
 run e2e-pg     "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-pg" --min-rate 0.02 --value-rules auto
-run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals --relations
-run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg"
+run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals+months --relations
+run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg" --value-rules auto+months
 for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
   run "$name" "$PY" -m segviz.report --checkpoint "$OUT/$name" --out-dir "$OUT/outputs"
 done

@@ -41,14 +41,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from segviz.data import DataError, Example, default_data_dir, load_split
-from segviz.records import Record, entity_text, is_function_word, strip_accents, tokenize
+from segviz.records import Record, date_month, is_function_word, strip_accents, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +68,6 @@ def _is_content(word: str) -> bool:
 
 
 _FOLD = str.maketrans({"ı": "i", "ø": "o", "ł": "l", "đ": "d", "æ": "ae", "œ": "oe", "ß": "ss"})  # letters NFKD keeps
-_MONTHS = "january february march april may june july august september october november december".split()
 
 
 def plain_word(word: str) -> str:
@@ -83,10 +81,7 @@ def plain_value_words(records: Iterable[Record]) -> set[str]:
     """:func:`value_words` read by :func:`plain_word`, and the month of a date value ("august"
     of ``"1930-08-05"``): the words that say the input's own values, never relation words."""
     words = {plain_word(w) for w in value_words(records)}
-    for r in records:
-        if date := re.fullmatch(r"\d{4}-(\d{2})-\d{2}", entity_text(r.value).strip()):
-            words.add(_MONTHS[int(date.group(1)) - 1] if 1 <= int(date.group(1)) <= 12 else "")
-    return words - {""}
+    return (words | {m for r in records if (m := date_month(r.value))}) - {""}
 
 
 def value_words(records: Iterable[Record]) -> set[str]:

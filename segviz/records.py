@@ -160,6 +160,15 @@ def entity_text(s: str) -> str:
     return s
 
 
+MONTHS = "january february march april may june july august september october november december".split()
+
+
+def date_month(value: str) -> str | None:
+    """The month of a date value, by name: ``"1930-08-05"`` -> "august"; None for any other value."""
+    date = re.fullmatch(r"\d{4}-(\d{2})-\d{2}", entity_text(value).strip())
+    return MONTHS[int(date.group(1)) - 1] if date and 1 <= int(date.group(1)) <= 12 else None
+
+
 # A token is a run of word characters (letters, digits, with inner . or , for numbers like 3.5
 # and 1,000), a word with its possessive apostrophe (Martyrs'), a possessive 's after a word that
 # has an apostrophe already (O'Malley's), or a single non-space non-word character. Currency

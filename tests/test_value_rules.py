@@ -485,3 +485,25 @@ def test_value_forms_read_a_value_without_its_bracket_or_generic_last_word():
     accented = parse_webnlg_triples(["Curitiba | isPartOf | Paraná_(state)"])
     forms = _value_forms(vocab, [], accented, value_rules("auto+once+forms"), _function_mask(vocab, []))
     assert [e[0] for e in forms[1]] == [(vocab.stoi["paraná"],)]
+
+
+def test_months_ban_a_month_no_date_of_the_input_or_of_the_record_holds():
+    """``months`` (session 21): the null segment may say only the months of the input's dates,
+    a record's segment only its own date's month; a month the input writes in words stays, "may"
+    (a verb too) is never banned, and without the switch nothing is."""
+    from segviz.decode.rules import _month_ids, _month_mask, value_rules
+    from segviz.records import parse_webnlg_triples
+
+    recs = parse_webnlg_triples(["A_B | birthDate | 1827-11-26", "A_B | activeYearsStartDate | 1875-03-04",
+                                 "A_B | event | Battle_of_October"])  # fmt: skip
+    vocab = Vocab(["november", "nov", "march", "mar", "october", "oct", "may", "june", "sept", "born"])
+    rules = value_rules("none+months")
+    assert rules.months and value_rules("auto+months").months and not value_rules("auto").months
+    mask = _month_mask(vocab, [], recs, rules)
+    banned = [{w for w in vocab.itos if mask[k, vocab.stoi[w]]} for k in range(4)]
+    assert banned[0] == {"oct", "june", "sept"}  # "october" is a word of the input
+    assert banned[1] == {"march", "mar", "oct", "june", "sept"}  # the birth date is in november
+    assert banned[2] == {"november", "nov", "oct", "june", "sept"}
+    assert banned[3] == {"november", "nov", "march", "mar", "oct", "june", "sept"}  # no date of its own
+    assert _month_mask(vocab, [], recs, value_rules("auto")) is None
+    assert sorted(_month_ids(vocab, [], recs, rules)) == sorted(vocab.stoi[w] for w in ("oct", "june", "sept"))

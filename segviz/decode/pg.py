@@ -18,6 +18,7 @@ from segviz.decode.rules import (
     _force,
     _inner_ids,
     _just_said,
+    _month_ids,
     _owed_after,
     _phrases,
     _ran_on,
@@ -97,6 +98,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     V, n_ext = len(vocab), len(vocab) + len(enc_ex.oov)
     ban = _banned(n_ext)
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
+    ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names),
                  _run_on(vocab, enc_ex.oov, records, rules, names))  # fmt: skip

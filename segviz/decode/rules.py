@@ -20,7 +20,9 @@ from segviz.data import Vocab
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
     FUNCTION_WORDS,
+    MONTHS,
     Record,
+    date_month,
     entity_text,
     is_function_word,
     strip_accents,
@@ -327,6 +329,7 @@ class ValueRules:
     echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
+    months: bool = False  # a month no date of the input holds is never said ("october" of 1827-11-26: session 21)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -373,7 +376,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -428,7 +431,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     from saying a subject or value of the input twice (:func:`_echo_entries`); ``onward`` (with
     *once*) has a value that begins another entity of the input, said again, go on as that entity
     (:func:`_onward_entry`); ``plurals`` (with ``spellings``) reads an entity's last word said as a
-    plural or demonym as that word (:func:`spelling_twins`). Chosen on the tuning half of dev
+    plural or demonym as that word (:func:`spelling_twins`); ``months`` bans the name of a month
+    that no date of the input holds (:func:`_month_ids`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
@@ -474,6 +478,40 @@ def _absent_ids(
     held = set().union(*(features(r) for r in records))
     words = {t.lower() for r in records for t in r.tokens}
     return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
+
+
+_MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)
+    **{m: m for m in MONTHS if m != "may"},
+    **{m[:3]: m for m in MONTHS if m != "may"},
+    "sept": "september",
+}
+
+
+def _month_ids(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, held_by: list[Record] | None = None
+) -> list[int]:
+    """Ids of the months that no date of ``held_by`` (default: the input) holds, banned under
+    ``rules.months``: the model writes a date out from its figures and, for a date it has not seen,
+    may pick the wrong month ("the 26 th of october 1827" of ``1827-11-26``). A month the input
+    writes in words stays."""
+    if not rules or not rules.months:
+        return []
+    held = {m for r in (records if held_by is None else held_by) if (m := date_month(r.value))}
+    words = {t.lower() for r in records for t in r.tokens}
+    return _ids(vocab, oov, {w for w, m in _MONTH_WORDS.items() if m not in held and w not in words})
+
+
+def _month_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+    """(K+1, n_ext) bool under ``rules.months``: row k bans the months that record k's own date
+    does not hold (with two dates, "born on the 26 th of march 1827" of ``1827-11-26`` took the
+    other date's month), row 0 (null) those that no date of the input holds. None when off."""
+    if not rules or not rules.months:
+        return None
+    mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
+    mask[0, _month_ids(vocab, oov, records, rules)] = True
+    for k, r in enumerate(records, 1):
+        mask[k, _month_ids(vocab, oov, records, rules, held_by=[r])] = True
+    return mask
 
 
 NEGATIONS = frozenset("not no non n't nor never without".split())  # never a paraphrase alone

@@ -33,6 +33,7 @@ from segviz.decode.rules import (
     _inner_ids,
     _just_said,
     _mentioned_now,
+    _month_mask,
     _next_words,
     _owed_after,
     _own_mask,
@@ -258,7 +259,7 @@ class _Input:
     sample: torch.Generator | None
     no_repeat_ngram: int
     ban: torch.Tensor  # (n_ext,) bool: never a word
-    own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words (own, values rules)
+    own_mask: torch.Tensor | None  # (S, n_ext) bool: row k bans other records' lexicon words (own, values, months rules)
     phrases: dict  # k -> proper names that, once begun, are copied whole
     inner: dict  # k -> ids that only continue one of its names (said only after the name's first word)
     run_on: dict  # unseen name -> ids that would run it on into a value (names rule)
@@ -374,7 +375,8 @@ class SegmentDecoder:
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
             beam=beam, sample=sample, no_repeat_ngram=no_repeat_ngram, ban=ban,
-            own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
+            own_mask=_either(_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
+                             _month_mask(vocab, oov, records, rules)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
