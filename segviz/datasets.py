@@ -58,6 +58,7 @@ class Dataset:
     output_suffix: str  # of the files write_outputs writes
     evaluate: Callable[..., dict]  # (references path, outputs path, meteor=) -> scores
     substitute: Callable[[list[Record], int], list[Record]]  # invented names (segviz.stress)
+    figures: Callable[[list[Record], int], list[Record]] = invented.no_figures  # invented dates and numbers (segviz.stress)
     names: Callable[[list[Record]], list[str]] = _no_names  # values that name something (segviz.augment)
     space: str = " "  # how a value writes a space (WebNLG entities: "_")
     article: str = "a"  # "an E2E model"
@@ -156,7 +157,7 @@ register(Dataset(
     read_inputs=formats.read_webnlg_inputs, input_kind="WebNLG XML (a file or folder of <entry> elements)",
     foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
-    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_",
+    substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_", figures=invented.substitute_figures_webnlg,
     columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
     record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
     references=_webnlg_references, parse_upload=_webnlg_upload,

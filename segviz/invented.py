@@ -76,3 +76,56 @@ def states_verbatim(value: str, text: str) -> bool:
     words = value.split()
     rx = r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)"
     return re.search(rx, text, flags=re.IGNORECASE) is not None
+
+
+# ----------------------------------------------------------------------------- figures (session 21)
+
+_DATE = re.compile(r'("?)(\d{4})-(\d{2})-(\d{2})(\1)')
+_NUMBER = re.compile(r'("?)(-?\d+(?:\.\d+)?)((?: \([^)]*\)| [^\W\d_][\w ]*)?)(\1)')  # "1.8288", 125800.0 (millimetres)
+
+
+def figure_kind(value: str) -> str | None:
+    """``"date"`` (``1827-11-26``), ``"number"`` (a number, with a unit after it: ``1.8288``,
+    ``"125800.0 (millimetres)"``) or None (names, codes such as ``"1/19"``, seasons)."""
+    v = value.replace("_", " ")
+    return "date" if _DATE.fullmatch(v) else "number" if _NUMBER.fullmatch(v) else None
+
+
+def new_figure(value: str, rng: random.Random) -> str:
+    """Another date (1850-2020, days 1-28), year (1850-2020) or number of the same shape (each
+    digit drawn anew, the first not 0 unless it was, sign, decimals and unit kept)."""
+    v = value.replace("_", " ")
+    if m := _DATE.fullmatch(v):
+        y, mo, d = rng.randint(1850, 2020), rng.randint(1, 12), rng.randint(1, 28)
+        return f"{m.group(1)}{y}-{mo:02d}-{d:02d}{m.group(5)}"
+    q, num, unit, _ = _NUMBER.fullmatch(v).groups()
+    if re.fullmatch(r"1\d{3}|20\d\d", num):  # a year stays a year
+        return f"{q}{rng.randint(1850, 2020)}{unit}{q}".replace(" ", "_" if "_" in value else " ")
+    sign, body = num[: len(num) - len(num.lstrip("-"))], num.lstrip("-")
+    whole, zeros = re.fullmatch(r"(.*?)(\.0+)?", body).groups()  # "2014.0": an integer, kept so
+    digits = "".join(rng.choice("123456789" if i == 0 and c != "0" else "0123456789") if c.isdigit() else c
+                     for i, c in enumerate(whole))  # fmt: skip
+    return (q + sign + digits + (zeros or "") + unit + q).replace(" ", "_" if "_" in value else " ")
+
+
+def substitute_figures_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
+    """``records`` with every date and number object (:func:`figure_kind`) replaced by an invented
+    one (the same value always by the same figure within an input, never one the input holds)."""
+    rng, held, table = _rng(records, seed), {r.value for r in records}, {}
+    for v in dict.fromkeys(r.value for r in records if figure_kind(r.value)):
+        new = new_figure(v, rng)
+        while new in held or new in table.values():
+            new = new_figure(v, rng)
+        table[v] = new
+    return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
+
+
+def no_figures(records: list[Record], seed: int = 0) -> list[Record]:
+    """E2E: no value is a date or a free number (prices and ratings are a closed set)."""
+    return records
+
+
+def invented_figures(original: list[Record], substituted: list[Record]) -> list[tuple[int, str, str]]:
+    """``(record index, kind, value)`` of every figure the substitution put in."""
+    return [(i, figure_kind(new.value), new.value) for i, (old, new) in enumerate(zip(original, substituted, strict=True))
+            if new.value != old.value]  # fmt: skip

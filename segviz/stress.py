@@ -1,7 +1,7 @@
-"""Stress suites: forced plans, unseen values and long inputs, on both halves of dev.
+"""Stress suites: forced plans, unseen values, long inputs and figures, on both halves of dev.
 
     python -m segviz.stress --checkpoint checkpoints/e2e-seg --pg checkpoints/e2e-pg \\
-        [--json runs/stress-e2e.json] [--limit N] [--beam 5] [--seed 0] [--suites forced unseen long]
+        [--json runs/stress-e2e.json] [--limit N] [--beam 5] [--seed 0] [--suites forced unseen long figures]
 
 The paper promises that every segment realises its own record, so a user can reorder the plan
 and still get a faithful text, and that +RM adds missing records without hurting fluency. The
@@ -15,6 +15,9 @@ dev scores cannot see where this fails; these suites can (docs/design.md, "Stres
   objects replaced by invented ones (:mod:`segviz.invented`); the share of outputs stating each
   value verbatim, and the SER beside the SER of the same inputs with their real values.
 - **long inputs**: BLEU and SER per record count K for every system, and what +RM costs.
+- **figures** (session 21): WebNLG dates and numbers replaced by invented ones; the share of
+  outputs whose checker finds each figure stated (a date in any written form), SER beside the
+  SER with the real values. E2E has no such values (no rows).
 
 Every figure is given for the two halves of dev split by a stable hash of the input
 (:func:`half_of`): choices are made on the ``tune`` half, the ``report`` half is what we report.
@@ -57,7 +60,7 @@ from segviz.stress_tables import unseen_table as unseen_table
 
 log = logging.getLogger(__name__)
 
-SUITES = ("forced", "unseen", "long")
+SUITES = ("forced", "unseen", "long", "figures")
 N_RANDOM_PLANS = 3
 
 
@@ -185,6 +188,28 @@ def run_unseen(
     return rows
 
 
+def run_figures(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Every input with a date or number object, those replaced by invented ones
+    (:func:`segviz.invented.substitute_figures_webnlg`), decoded by every system; which figures
+    the checker finds stated (a date in any written form, a number in its figures: session 21)."""
+    sub = datasets.get(dataset).figures
+    rows = []
+    for i, it in enumerate(items):
+        records = sub(it.records, seed)
+        figures = invented.invented_figures(it.records, records)
+        for s in systems.names if figures else ():
+            out = score(dataset, records, systems.decode(records, s), s)
+            verdicts = faithfulness.check(dataset, records, out["text"]).per_record
+            stated = [[kind, v, verdicts[k].status != "missing"] for k, kind, v in figures]
+            rows.append(
+                {"item": i, "system": s, "records": [r.label for r in records], "verbatim": stated, **out}
+            )
+        tick()
+    return rows
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -199,6 +224,8 @@ def run(
         results["forced"] = run_forced(dataset, systems, items, seed, tick)
     if "unseen" in suites:
         results["unseen"] = run_unseen(dataset, systems, items, seed, tick)
+    if "figures" in suites:
+        results["figures"] = run_figures(dataset, systems, items, seed, tick)
     return results
 
 

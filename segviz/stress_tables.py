@@ -131,10 +131,10 @@ def summarise(
                 s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
             }
             out.setdefault("forced", {})[half] = {**own, **forced}
-        if "unseen" in results:
-            sel = {s: _select(results["unseen"], items, half, s) for s in systems}
+        for suite in [s for s in ("unseen", "figures") if results.get(s)]:
+            sel = {s: _select(results[suite], items, half, s) for s in systems}
             real_items = {s: {r["item"] for r in sel[s]} for s in systems}
-            out.setdefault("unseen", {})[half] = {
+            out.setdefault(suite, {})[half] = {
                 s: {
                     **aggregate(sel[s]),
                     "ser_real": aggregate(
@@ -210,12 +210,13 @@ def forced_table(by_system: dict[str, dict]) -> str:
     return _table(head, (row(s, a) for s, a in by_system.items()))
 
 
-def unseen_table(by_system: dict[str, dict]) -> str:
+def unseen_table(by_system: dict[str, dict], word: str = "verbatim") -> str:
+    """Unseen values (``word``: "verbatim") or invented figures ("stated": in any written form)."""
     kinds = [k for k in next(iter(by_system.values()), {}) if k.startswith("verbatim_")]
     head = [
         "system",
         "outputs",
-        *(k.replace("verbatim_", "") + " verbatim" for k in kinds),
+        *(k.replace("verbatim_", "") + " " + word for k in kinds),
         "SER (invented)",
         "SER (real values)",
         "ratio",
@@ -274,9 +275,10 @@ def render(summary: dict) -> str:
         "forced": ("Forced plans", forced_table),
         "unseen": ("Unseen values", unseen_table),
         "long": ("Long inputs", long_table),
+        "figures": ("Invented dates and numbers", lambda data: unseen_table(data, "stated")),
     }
     parts = []
-    for suite in ("forced", "unseen", "long"):
+    for suite in ("forced", "unseen", "long", "figures"):
         for half, data in summary.get(suite, {}).items():
             title, fmt = titles[suite]
             table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)

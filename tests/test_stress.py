@@ -289,3 +289,48 @@ def test_stress_shards_script_runs_a_list_and_goes_on_where_it_stopped(tiny, tmp
     lst.write_text(lst.read_text(encoding="utf-8") + "c --no-such-flag\n", encoding="utf-8")
     third = run()
     assert third.returncode != 0 and "done: 2 of 3 shards" in third.stdout and "b rc=0" in third.stdout
+
+
+def test_invented_figures_keep_the_shape_of_a_date_or_number():
+    from segviz.records import parse_webnlg_triples
+
+    kinds = {v: invented.figure_kind(v) for v in ("1827-11-26", '"1.8288"', "125800.0_(millimetres)", "-3.3528",
+                                                  '"1/19"', "2014–15_Lega_Pro", "Carpi_F.C._1909", "NASA")}  # fmt: skip
+    assert kinds == {"1827-11-26": "date", '"1.8288"': "number", "125800.0_(millimetres)": "number",
+                     "-3.3528": "number", '"1/19"': None, "2014–15_Lega_Pro": None, "Carpi_F.C._1909": None,
+                     "NASA": None}  # fmt: skip
+    recs = parse_webnlg_triples(["A | birthDate | 1827-11-26", "A | height | 1.8288", "B | length | 125800.0_(millimetres)",
+                                 "B | elevation | -3.3528", "B | runwayName | \"1/19\"", "A | deathDate | 1827-11-26"])  # fmt: skip
+    new = invented.substitute_figures_webnlg(recs, seed=0)
+    assert new == invented.substitute_figures_webnlg(recs, seed=0) and new != invented.substitute_figures_webnlg(recs, seed=1)
+    values = [r.value for r in new]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", values[0]) and values[5] == values[0]  # one date, one invented date
+    assert re.fullmatch(r"[1-9]\.\d{4}", values[1]) and re.fullmatch(r"[1-9]\d{5}\.0_\(millimetres\)", values[2])
+    assert re.fullmatch(r"-[1-9]\.\d{4}", values[3]) and values[4] == '"1/19"'
+    assert all(v != r.value for v, r in zip(values[:4], recs, strict=False))
+    assert invented.invented_figures(recs, new) == [(i, k, values[i]) for i, k in
+                                                    enumerate(["date", "number", "number", "number"])] + [(5, "date", values[5])]  # fmt: skip
+    assert invented.no_figures(recs) == recs
+
+
+def test_figures_suite_counts_the_checker_s_verdict_on_each_invented_figure(tiny):
+    from segviz.records import parse_webnlg_triples
+
+    systems = stress.Systems(checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg"), beam=2)
+    with_figures = parse_webnlg_triples(["Aarhus_Airport | elevationAboveTheSeaLevel | 25.0", "Aarhus_Airport | opened | 1925-05-01"])
+    items = [*_items("webnlg")[:1], DevItem("figures", with_figures, ["Aarhus Airport opened on 1 may 1925."])]
+    rows = stress.run_figures("webnlg", systems, items, 0, lambda: None)
+    if any(invented.figure_kind(r.value) for r in items[0].records):
+        pytest.fail("the first bundled example was meant to have no figure")
+    assert [r["system"] for r in rows] == systems.names and {r["item"] for r in rows} == {1}
+    new = invented.substitute_figures_webnlg(with_figures, 0)
+    for r in rows:
+        verdicts = faithfulness.check("webnlg", new, r["text"]).per_record
+        assert r["verbatim"] == [[k, rec.value, verdicts[i].status != "missing"] for i, (k, rec) in
+                                 enumerate(zip(["number", "date"], new, strict=True))]  # fmt: skip
+    summary = stress.summarise({"long": stress.run_long("webnlg", systems, items, lambda: None), "figures": rows},
+                               items, systems.names)  # fmt: skip
+    half = items[1].half
+    agg = summary["figures"][half]["rm"]
+    assert agg["outputs"] == 1 and agg["verbatim_date"] == float(rows[2]["verbatim"][1][2])
+    assert "Invented dates and numbers" in stress.render(summary) and "date stated" in stress.render(summary)
