@@ -7,6 +7,7 @@
 #   ROUND=webnlg-clean [MIN=5.5] bash scripts/gpu_finetune.sh OUT DATA_DIR   # session 10 (MIN: --time-limit, default 6)
 #   ROUND=webnlg-wd [MIN=5] bash scripts/gpu_finetune.sh OUT DATA_DIR      # session 13
 #   ROUND=webnlg-sub [MIN=4] bash scripts/gpu_finetune.sh OUT DATA_DIR     # session 13, second round
+#   ROUND=webnlg-fig [MIN=4] bash scripts/gpu_finetune.sh OUT DATA_DIR     # session 21
 #
 # e2e-abbr: the E2E fine-tunes with invented names that have an abbreviation's full stop inside
 # them (train --abbreviations). PRE/e2e-seg and PRE/e2e-pg are the checkpoints the shipped
@@ -21,6 +22,8 @@
 # git 50cc80d): to run it again, put those in checkpoints/ first, as the shipped ones now stop at epoch 40.
 # webnlg-sub: the session-13 checkpoints four more epochs with more of the training examples given
 # invented names (--substitute 0.8 / 1.0; `*-sub5`: 0.5 as before, the control).
+# webnlg-fig: the shipped WebNLG checkpoints four more epochs with invented dates and numbers in a
+# share of the examples (train --figures 0.5 / 1.0), and without (`*-more44`, `*-more46`: the control).
 # Checkpoint choice: validation loss on the tune half of dev (--val-half tune).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,8 +68,18 @@ elif [ "$ROUND" = webnlg-sub ]; then
     [webnlg-seg-sub10]="--model seg --init checkpoints/webnlg-seg --epochs 44 --substitute 1.0"
     [webnlg-pg-sub8]="--model pg --init checkpoints/webnlg-pg --epochs 46 --substitute 0.8"
   )
+elif [ "$ROUND" = webnlg-fig ]; then
+  COMMON=(--dataset webnlg --device "$DEVICE" --data-dir "$DATA" --val-half tune --threads 3 --substitute 0.5
+          --clean --clean-list scripts/webnlg-clean-s11.json --lr 0.0002 --time-limit "${MIN:-4}")  # fmt: skip
+  declare -A JOBS=(
+    [webnlg-seg-fig5]="--model seg --init checkpoints/webnlg-seg --epochs 44 --figures 0.5"
+    [webnlg-seg-fig10]="--model seg --init checkpoints/webnlg-seg --epochs 44 --figures 1.0"
+    [webnlg-seg-more44]="--model seg --init checkpoints/webnlg-seg --epochs 44"
+    [webnlg-pg-fig5]="--model pg --init checkpoints/webnlg-pg --epochs 46 --figures 0.5"
+    [webnlg-pg-more46]="--model pg --init checkpoints/webnlg-pg --epochs 46"
+  )
 else
-  echo "ROUND must be e2e-abbr, webnlg-clean, webnlg-wd or webnlg-sub, not $ROUND" >&2; exit 2
+  echo "ROUND must be e2e-abbr, webnlg-clean, webnlg-wd, webnlg-sub or webnlg-fig, not $ROUND" >&2; exit 2
 fi
 PIDS=()
 for name in "${!JOBS[@]}"; do

@@ -20,8 +20,8 @@ import re
 
 from segviz import datasets
 from segviz.data import Example
-from segviz.invented import NAMES, PLACES
-from segviz.records import Record, tokenize
+from segviz.invented import NAMES, PLACES, figure_kind, new_figure
+from segviz.records import MONTHS, Record, entity_text, tokenize
 
 _ONSETS = ("b", "br", "c", "ch", "cl", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "r", "s", "st",
            "t", "th", "tr", "v", "w", "z")  # fmt: skip
@@ -145,3 +145,77 @@ def substitute_values(
         substitute_example(dataset, ex, rng, pool, abbreviations) if rng.random() < share else ex
         for ex in examples
     ]
+
+
+# ----------------------------------------------------------------------------- figures (session 21)
+# ``train --figures p``: a share ``p`` of the WebNLG training examples get their dates and numbers
+# replaced by invented ones (:func:`segviz.invented.new_figure`, as the stress suite's figures
+# are made), in the records and the reference alike, so that the model copies a figure's digits
+# and says the month of *its* date, not one it has learnt with a year. A value whose reference
+# does not say it whole (the year alone, a rounded number) is left as it is.
+
+_ORDINALS = ("st", "nd", "rd", "th")
+
+
+def _ordinal(day: int) -> str:
+    return "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+
+
+def _date_tokens(target: list[str], value: str, new: str) -> list[str] | None:
+    """``target`` with the date ``value`` (``1827-11-26``) said as ``new``: in figures ("1827 - 11
+    - 26") or written out ("26 th of november 1827", "nov . 26 , 1827"): its year, month word
+    (the same style: a name or its abbreviation) and day, each within six tokens of the year;
+    None when some mention of the year is not the whole date."""
+    (y, mo, d), (y2, mo2, d2) = (entity_text(v).split("-") for v in (value, new))
+    month, month2 = MONTHS[int(mo) - 1], MONTHS[int(mo2) - 1]
+    out, years = list(target), [i for i, t in enumerate(target) if t == y]
+    for i in years:
+        if target[i + 1 : i + 5] == ["-", mo, "-", d]:
+            out[i : i + 5] = [y2, "-", mo2, "-", d2]
+            continue
+        near = range(max(0, i - 6), min(len(target), i + 7))
+        m = [j for j in near if target[j] in (month, month[:3])]
+        day = [j for j in near if target[j] in (d, str(int(d)))]
+        if not m or not day:
+            return None
+        out[i], out[m[0]] = y2, month2 if target[m[0]] == month else month2[:3]
+        out[day[0]] = d2 if target[day[0]].startswith("0") else str(int(d2))  # "02" stays padded, "2" not
+        if day[0] + 1 < len(out) and out[day[0] + 1] in _ORDINALS:
+            out[day[0] + 1] = _ordinal(int(d2))
+    return out if years else None
+
+
+def _number_tokens(target: list[str], value: str, new: str) -> list[str] | None:
+    """``target`` with the number of ``value`` said as ``new``'s: the figure as written ("1.8288")
+    or, for a whole number, without its ".0" ("2014" of ``2014.0``); None when it is not said so."""
+    head = lambda v: tokenize(entity_text(v))[0 if not entity_text(v).startswith("-") else 1]  # noqa: E731
+    old, new_head = head(value), head(new)
+    if len(old) < 2:  # "5": too likely to be another figure of the text
+        return None
+    forms = {old: new_head, **({old[:-2]: new_head[:-2]} if old.endswith(".0") else {})}
+    if not any(t in forms for t in target):
+        return None
+    return [forms.get(t, t) for t in target]
+
+
+def substitute_figures_example(ex: Example, rng: random.Random) -> Example:
+    """``ex`` with each date and number object replaced by an invented one wherever the
+    reference says it whole (:func:`_date_tokens`, :func:`_number_tokens`)."""
+    table, target = {}, ex.target
+    for value in dict.fromkeys(r.value for r in ex.records if figure_kind(r.value)):
+        new = new_figure(value, rng)
+        said = (_date_tokens if figure_kind(value) == "date" else _number_tokens)(target, value, new)
+        if said is not None:
+            table[value], target = new, said
+    if not table:
+        return ex
+    records = [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in ex.records]
+    return Example(ex.key + "#fig", records, target, ex.refs)
+
+
+def substitute_figures(examples: list[Example], share: float, seed: int) -> list[Example]:
+    """A seeded share ``share`` of ``examples`` through :func:`substitute_figures_example`."""
+    if share <= 0:
+        return examples
+    rng = random.Random(f"figures:{seed}")
+    return [substitute_figures_example(ex, rng) if rng.random() < share else ex for ex in examples]

@@ -96,3 +96,26 @@ def test_abbreviated_names_change_records_and_reference_together():
     out = next(o for o in outs if "." in o.records[1].value)
     near = tokenize(out.records[1].value)
     assert near[1] == "." and " ".join(near) in " ".join(out.target) and out.target[-1] == "."
+
+
+def test_figures_change_in_records_and_reference_together():
+    """``train --figures`` (session 21): a date said in figures or written out, and a number said
+    as written or without its ".0", change with the record; a value said only in part (the year
+    of a date) or a one-digit number stays, and so does the rest of the text."""
+    recs = parse_webnlg_triples(["Alan_Shepard | birthDate | 1923-11-18", "Alan_Shepard | deathDate | 1998-07-21",
+                                 "Alan_Shepard | height | 1.8288", "A_B | runwayLength | 2014.0", "A_B | floors | 5"])  # fmt: skip
+    ex = _ex(recs, "Alan Shepard was born on november 18 th, 1923 and died in 1998. He was 1.8288 m tall; "
+                   "the runway is 2014 metres long; A B has 5 floors. He died 1998-07-21.")  # fmt: skip
+    out = augment.substitute_figures_example(ex, random.Random(0))
+    birth, death, height, runway, floors = (r.value for r in out.records)
+    y, mo, d = birth.split("-")
+    month = ("january february march april may june july august september october november december".split())[int(mo) - 1]
+    text = " ".join(out.target)
+    assert birth != "1923-11-18" and f"born on {month} {int(d)} {augment._ordinal(int(d))} , {y} and" in text
+    assert death == "1998-07-21" and "died in 1998" in text  # the year alone in one place: kept whole
+    assert height != "1.8288" and f" {height} m tall" in text and runway.endswith(".0") and f" {runway[:-2]} metres" in text
+    assert floors == "5" and "has 5 floors" in text and out.key.endswith("#fig")
+    assert augment.substitute_figures([ex], 0.0, 1) == [ex]
+    assert augment._ordinal(1) == "st" and augment._ordinal(12) == "th" and augment._ordinal(23) == "rd"
+    iso = augment.substitute_figures_example(_ex(recs[1:2], "He died 1998-07-21."), random.Random(0))
+    assert " ".join(iso.target) == f"he died {' - '.join(iso.records[0].value.split('-'))} ."
