@@ -36,6 +36,7 @@ def _pick_example() -> None:
         _set_rows(service.rows_from_records(dataset, bundled[choice]))
     elif choice in dev:
         _set_rows(service.rows_from_records(dataset, dev[choice]))
+    ss.setdefault("playground_kept_example", {})[dataset] = choice  # shown again after a switch and back
 
 
 # ----- the records: from the URL on first load, a bundled example otherwise ----------------------
@@ -55,6 +56,7 @@ if ss.get("playground_rows_dataset") != dataset:
         for name in ("records", "constraints", "beam", "guided"):
             qp.pop(name, None)
         ss.pop("playground_request", None)
+        ss["playground_example"] = ss.get("playground_kept_example", {}).get(dataset, "—")  # its own box, not "—"
     _set_rows(rows)
     ss["playground_rows_dataset"] = dataset
 if ss.get("playground_link_error") and "playground_request" not in ss:  # until something is generated

@@ -174,9 +174,8 @@ st.caption(
     "distribution (seed 0) decoded with the plan forced; best first by log-probability per token (how the beam ranks "
     "outputs)."
 )
-if overview.sampled < overview.asked:
-    were = "was" if overview.sampled == 1 else "were"
-    st.info(f"{overview.asked} sampled plans were asked for; only {overview.sampled} {were} distinct.")
+if overview.sampling_note():
+    st.info(overview.sampling_note())
 plan_table = service.plan_rows(overview, records)
 st.dataframe(pd.DataFrame(plan_table), hide_index=True, width="stretch", key="plan_nbest")
 use_cols = st.columns(min(len(overview.candidates), 6) or 1)

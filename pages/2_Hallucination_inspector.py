@@ -14,12 +14,8 @@ from segviz import locate, names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.service import OutputFileError
 
-dataset = ui.page(
-    "Hallucination inspector",
-    "Flags from the automatic checker: a record stated wrongly, repeated, missing, or a fact not in the input; "
-    "and \"other relation\": a record said with words that, in training, only other relations' segments say "
-    "(WebNLG; the segment model's relation words, a guess beside the checker).",
-)
+dataset = ui.page("Hallucination inspector", None)
+st.caption(service.flag_intro(dataset))  # the kinds this dataset can raise
 ss = st.session_state
 
 SOURCES = {"run": "Run both models on dev inputs", "upload": "Upload a system's output file"}

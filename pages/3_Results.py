@@ -54,7 +54,9 @@ if len(stretches) > len({r["checkpoint"] for r in stretches}):  # some checkpoin
         "--val-half or --clean the validation NLL is measured on other references, so compare it within a "
         "stretch. Paths under /tmp were the training machine's copies of the data and checkpoints. The stretches:"
     )
-    st.dataframe(pd.DataFrame(stretches), hide_index=True, width="stretch", key="results_stretches")
+    st.dataframe(pd.DataFrame(stretches), hide_index=True, width="stretch", key="results_stretches",
+                 column_config={"flags": st.column_config.TextColumn("flags", width="large"),  # not cut short
+                                "command": st.column_config.TextColumn("command", width="large")})
 if df["series"].str.contains("exp_seg").any():
     segments = viz.segments_chart(df, shipped)
     st.altair_chart(segments, key="results_segments")

@@ -368,7 +368,11 @@ def results_section(store: Store, campaign: dict) -> None:
     st.caption("Fluency: mean; wrong / repeat / miss: totals of the majority vote over complete annotations.")
     table = results_table(store, campaign["id"])
     table["system"] = table["system"].map(sv.system_title)
-    st.dataframe(table, hide_index=True, key="ann_results_table")
+    if table["items"].sum():
+        st.dataframe(table, hide_index=True, key="ann_results_table")
+    else:  # an empty table read "None" fluency and 0 items
+        st.info("No complete annotation yet: the table fills in once an item has a fluency score (and is not "
+                "skipped).")
     ag = agreement(store, campaign["id"])
     st.markdown(f"**Agreement** — {ag['annotators']} annotator(s); {ag['items_multi']} item(s) with two or more "
                 "complete annotations. Krippendorff's alpha: "

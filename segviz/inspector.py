@@ -29,6 +29,24 @@ def flag_kinds(dataset: str) -> list[str]:
     return [k for k in FLAG_KINDS if k not in ds.not_measured and (k != "other relation" or ds.relation_words)]
 
 
+_FLAG_WORDS = {  # how the inspector's intro names each kind
+    "wrong": "a record stated wrongly",
+    "repeated": "a record repeated",
+    "missing": "a record missing",
+    "hallucinated": "a fact not in the input",
+    "other relation": "\"other relation\": a record said with words that, in training, only other relations' "
+                      "segments say (the segment model's relation words, a guess beside the checker)",
+}
+
+
+def flag_intro(dataset: str) -> str:
+    """The inspector's intro: the flags ``dataset`` can raise (:func:`flag_kinds`) in words."""
+    kinds = flag_kinds(dataset)
+    checker = [_FLAG_WORDS[k] for k in kinds if k != "other relation"]
+    text = "Flags from the automatic checker: " + ", ".join(checker[:-1]) + (" or " if len(checker) > 1 else "") + checker[-1]
+    return text + ("; and " + _FLAG_WORDS["other relation"] if "other relation" in kinds else "") + "."
+
+
 class OutputFileError(ValueError):
     """An uploaded system-output file cannot be read; the message names the line."""
 

@@ -59,6 +59,17 @@ class PlanOverview:
     sampled: int  # how many distinct sampled plans there were
     appended: list[int] = field(default_factory=list)  # records of the plan the unconstrained output leaves out
     beam: list[SystemView] = field(default_factory=list)  # the beam's n-best +RM outputs (own first), distinct plans
+    sampled_new: int = 0  # how many distinct sampled plans the beam did not already hold (rows "sampled, forced")
+
+    def sampling_note(self) -> str | None:
+        """Why the list holds fewer sampled rows than were asked for (None when it holds them all)."""
+        if self.sampled_new == self.asked:
+            return None
+        were = "was" if self.sampled == 1 else "were"
+        beam = self.sampled - self.sampled_new
+        return (f"{self.asked} sampled plans were asked for; {self.sampled} {were} distinct"
+                + (f", and {beam} of them {'is' if beam == 1 else 'are'} already a plan of the beam (listed as such)"
+                   if beam else "") + ".")
 
 
 def beam_plans(dataset: str, records: list[Record], seg: Checkpoint, beam: int = 5) -> list[SystemView]:
@@ -94,7 +105,8 @@ def plan_overview(
             candidates.append(v)
     candidates.sort(key=lambda v: -log_prob_per_token(v.result))
     said = set(plan_of(free.result))
-    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said], ranked)
+    new = sum(any(v is c for c in candidates) for v in samples)
+    return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said], ranked, new)
 
 
 def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:

@@ -278,6 +278,9 @@ def test_create_campaign_from_checkpoints(store: Store, tmp_path: Path, monkeypa
     assert at.selectbox(key="ann_campaign").value == "mine"  # the new campaign is selected
     assert progress_text(at) == "0 of 4 done · item 1 of 4"
     at.toggle(key="ann_results").set_value(True).run()
+    assert any("No complete annotation yet" in i.value for i in at.info)  # not a table of "None" fluency
+    assert not any("fluent" in d.value.columns for d in at.dataframe)
+    at.radio(key=f"ann_flu_{shown_item(at)}").set_value(4).run()
     table = next(d.value for d in at.dataframe if "fluent" in d.value.columns)
     assert list(table["system"]) == ["e2e-seg · ours", "e2e-pg"]  # not the stored "e2e-seg:none"
     at.text_input(key="ann_new_name").set_value("mine").run()

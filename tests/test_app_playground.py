@@ -128,6 +128,7 @@ def test_example_picker_loads_rows(env):
     assert at.session_state["playground_rows"][0]["subject"]  # WebNLG's own rows
     at.radio(key="sidebar_dataset").set_value("e2e").run()
     assert not at.exception and at.session_state["playground_rows"] == rows  # back: the rows as left, not the first example
+    assert at.selectbox(key="playground_example").value == "Blue Heron Café (6 slots)"  # and its box says so, not "—"
 
 
 @pytest.mark.parametrize(

@@ -49,3 +49,17 @@ def test_plan_rows_name_where_each_plan_comes_from(seg):
     assert len(beam_rows) == len(overview.beam) - 1 >= 1
     per_token = [r["per token"] for r in rows]
     assert per_token == sorted(per_token, reverse=True)
+
+
+def test_the_sampling_note_says_where_the_missing_sampled_rows_went(seg):
+    """Four samples asked for, one distinct and that one a plan of the beam: the note says so, and
+    no row reads "sampled, forced" (it said only "only 1 was distinct", and no sampled row showed)."""
+    overview = plans.plan_overview("e2e", RECORDS, seg, beam=5, n=2)
+    rows = plans.plan_rows(overview, RECORDS)
+    assert overview.sampled_new == sum(r["source"] == "sampled, forced" for r in rows) <= overview.sampled
+    own = overview.own
+    note = plans.PlanOverview(own, overview.plan, [own], 4, 1, beam=[own], sampled_new=0).sampling_note()
+    assert note == "4 sampled plans were asked for; 1 was distinct, and 1 of them is already a plan of the beam (listed as such)."
+    assert plans.PlanOverview(own, overview.plan, [own], 4, 3, sampled_new=3).sampling_note() == \
+        "4 sampled plans were asked for; 3 were distinct."
+    assert plans.PlanOverview(own, overview.plan, [own], 2, 2, sampled_new=2).sampling_note() is None

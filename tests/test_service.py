@@ -200,6 +200,9 @@ def test_flag_kinds_are_those_the_dataset_can_raise():
     no "wrong" / "hallucinated" (its checker does not measure them)."""
     assert service.flag_kinds("e2e") == ["wrong", "repeated", "missing", "hallucinated"]
     assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation"]
+    e2e, webnlg = service.flag_intro("e2e"), service.flag_intro("webnlg")  # the inspector's intro names them
+    assert "stated wrongly" in e2e and "not in the input" in e2e and "other relation" not in e2e
+    assert "stated wrongly" not in webnlg and "not in the input" not in webnlg and "other relation" in webnlg
 
 
 # ----- results ---------------------------------------------------------------------------------------
