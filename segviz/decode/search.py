@@ -12,6 +12,7 @@ for those that emitted a word.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -189,9 +190,10 @@ def _go_on(tokens: list[int], entities: list[tuple], row: torch.Tensor) -> None:
     row[nxt] = keep
 
 
-def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
-    """``a | b`` of two optional masks of one shape (None: no mask)."""
-    return b if a is None else a if b is None else a | b
+def _either(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """``a | b | ...`` of optional masks of one shape (None: no mask; all None: None)."""
+    given = [m for m in masks if m is not None]
+    return functools.reduce(torch.logical_or, given) if given else None
 
 
 def _says(x, k: int, v: int) -> bool:
@@ -375,7 +377,7 @@ class SegmentDecoder:
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
             beam=beam, sample=sample, no_repeat_ngram=no_repeat_ngram, ban=ban,
-            own_mask=_either(_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned)),
+            own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned),
                              _month_mask(vocab, oov, records, rules)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
             inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
