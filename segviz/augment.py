@@ -21,7 +21,7 @@ import re
 from segviz import datasets
 from segviz.data import Example
 from segviz.invented import NAMES, PLACES, figure_kind, new_figure
-from segviz.records import MONTHS, Record, entity_text, tokenize
+from segviz.records import MONTHS, Record, entity_text, relation_words, tokenize
 
 _ONSETS = ("b", "br", "c", "ch", "cl", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "r", "s", "st",
            "t", "th", "tr", "v", "w", "z")  # fmt: skip
@@ -219,3 +219,23 @@ def substitute_figures(examples: list[Example], share: float, seed: int) -> list
         return examples
     rng = random.Random(f"figures:{seed}")
     return [substitute_figures_example(ex, rng) if rng.random() < share else ex for ex in examples]
+
+
+# ----------------------------------------------------------------------------- unseen relations (session 22)
+# ``train --relation-dropout p``: each record of a WebNLG training example has its relation words
+# hidden with probability ``p`` (:meth:`segviz.data.Vocab.hiding`): read as words the model never
+# saw, so it learns to say a record whose relation it does not know (WebNLG's unseen categories:
+# ``discoverer``, ``shipBeam``) from the words it can copy, as it says an unseen name.
+
+
+def relation_dropout(examples: list[Example], share: float, seed: int) -> list[set[str]]:
+    """For each example, the relation words to hide (:func:`segviz.records.relation_words` of a
+    seeded draw of its records, each with probability ``share``); empty sets when ``share`` is 0."""
+    if share <= 0:
+        return [set() for _ in examples]
+    rng = random.Random(f"relations:{seed}")
+    out = []
+    for ex in examples:
+        drawn = [k for k in range(len(ex.records)) if rng.random() < share]
+        out.append(relation_words(ex.records, drawn) if drawn else set())
+    return out

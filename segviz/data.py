@@ -9,6 +9,7 @@ them (See et al., 2017).
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import json
@@ -154,6 +155,16 @@ class Vocab:
             counts.update(ex.src_tokens)
         words = [w for w, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if n >= min_freq]
         return cls(words[:max_size] if max_size else words)
+
+    def hiding(self, words: Iterable[str]) -> Vocab:
+        """This vocabulary as if ``words`` had never been seen: the same ids, but :meth:`id` of a
+        hidden word is ``<unk>``, so :func:`encode` reads it as a source-only word (copied, never
+        embedded). Unseen relations (docs/design.md): ``train --relation-dropout`` and the stress
+        suite ``relations``."""
+        hidden = set(words) - set(SPECIALS)
+        view = copy.copy(self)
+        view.stoi = {w: i for w, i in self.stoi.items() if w not in hidden}
+        return view
 
     def to_json(self) -> list[str]:
         return list(self.itos)

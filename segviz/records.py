@@ -248,6 +248,17 @@ def is_function_word(word: str) -> bool:
     return w in FUNCTION_WORDS or not any(ch.isalnum() for ch in w) or (w.startswith("<") and w.endswith(">"))
 
 
+def relation_words(records: list[Record], which: list[int] | None = None) -> set[str]:
+    """The words of the relations (WebNLG predicates) of ``records[k]`` for ``k`` in ``which``
+    (default all), less function words and the words of any subject or object of the input:
+    what a model that never read these relations would not know (docs/design.md, "Unseen
+    relations"): ``leaderName`` -> {"leader", "name"}."""
+    ks = range(len(records)) if which is None else which
+    words = {t for k in ks for t in tokenize(split_camel(records[k].attribute)) if not is_function_word(t)}
+    entities = {t for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
+    return words - entities
+
+
 HALVES = ("tune", "report")  # dev split: choices are made on "tune", figures reported on both
 
 

@@ -129,7 +129,7 @@ def shipped_epoch(history: Sequence[dict]) -> int | None:
 
 # segviz.train's flags that change what a stretch trains on or how (a curve joins stretches as one line)
 STRETCH_FLAGS = {"--resume": 0, "--init": 1, "--clean": 0, "--clean-list": 1, "--substitute": 1, "--figures": 1,
-                 "--abbreviations": 0, "--lr": 1, "--val-half": 1, "--hidden": 1, "--reg-weight": 1}  # flag: its values
+                 "--relation-dropout": 1, "--abbreviations": 0, "--lr": 1, "--val-half": 1, "--hidden": 1, "--reg-weight": 1}  # flag: its values
 
 
 def training_stretches(summaries: Sequence[CheckpointSummary]) -> list[dict]:

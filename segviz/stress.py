@@ -18,6 +18,10 @@ dev scores cannot see where this fails; these suites can (docs/design.md, "Stres
 - **figures** (session 21): WebNLG dates and numbers replaced by invented ones; the share of
   outputs whose checker finds each figure stated (a date in any written form), SER beside the
   SER with the real values. E2E has no such values (no rows).
+- **relations** (session 22): every WebNLG input decoded as if the model had never read its
+  relations' words (:func:`segviz.records.relation_words`, :meth:`segviz.data.Vocab.hiding`),
+  as in WebNLG's unseen categories; BLEU, SER and stutters ("the discoverer discoverer") beside
+  those of the same inputs read whole. E2E has no rows (its attributes are all in training).
 
 Every figure is given for the two halves of dev split by a stable hash of the input
 (:func:`half_of`): choices are made on the ``tune`` half, the ``report`` half is what we report.
@@ -50,7 +54,7 @@ from segviz.decode import (
     parse_value_rules,
 )
 from segviz.model import SegmentModel
-from segviz.records import HALVES, Record, detokenize, half_of
+from segviz.records import HALVES, Record, detokenize, half_of, relation_words
 from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, render, summarise
 from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
 from segviz.stress_tables import aggregate as aggregate
@@ -60,7 +64,7 @@ from segviz.stress_tables import unseen_table as unseen_table
 
 log = logging.getLogger(__name__)
 
-SUITES = ("forced", "unseen", "long", "figures")
+SUITES = ("forced", "unseen", "long", "figures", "relations")
 N_RANDOM_PLANS = 3
 
 
@@ -104,15 +108,18 @@ class Systems:
     def names(self) -> list[str]:
         return [*CONSTRAINTS] + (["pg"] if self.pg else [])
 
-    def decode(self, records: list[Record], system: str, plan: list[int] | None = None) -> GenerationResult:
+    def decode(
+        self, records: list[Record], system: str, plan: list[int] | None = None, hide: set[str] = frozenset()
+    ) -> GenerationResult:
+        """One output; ``hide``: words the model reads as never seen (:meth:`Vocab.hiding`)."""
         if system == "pg":
             return generate_pg(
-                self.pg.model, self.pg.vocab, records, self.beam, rules=self.pg.rules(self.rules)
+                self.pg.model, self.pg.vocab.hiding(hide), records, self.beam, rules=self.pg.rules(self.rules)
             )
         level = "rm" if plan else system
         return generate_seg(
             self.seg.model,
-            self.seg.vocab,
+            self.seg.vocab.hiding(hide),
             records,
             level,
             self.beam,
@@ -210,6 +217,21 @@ def run_figures(
     return rows
 
 
+def run_relations(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Every WebNLG input decoded by every system with its relation words hidden (never seen:
+    :func:`segviz.records.relation_words`); ``seed`` unused (nothing is drawn)."""
+    rows = []
+    for i, it in enumerate(items):
+        hide = relation_words(it.records) if dataset == "webnlg" else set()
+        for s in systems.names if hide else ():
+            out = score(dataset, it.records, systems.decode(it.records, s, hide=hide), s)
+            rows.append({"item": i, "system": s, "hidden": sorted(hide), **out})
+        tick()
+    return rows
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -226,6 +248,8 @@ def run(
         results["unseen"] = run_unseen(dataset, systems, items, seed, tick)
     if "figures" in suites:
         results["figures"] = run_figures(dataset, systems, items, seed, tick)
+    if "relations" in suites:
+        results["relations"] = run_relations(dataset, systems, items, seed, tick)
     return results
 
 

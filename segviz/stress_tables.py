@@ -4,6 +4,7 @@ and the Markdown tables of the report. :mod:`segviz.stress` re-exports these nam
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,15 @@ _FAITH_KEYS = ("wrong", "repeated", "missing", "hallucinated", "total_records")
 
 # ----------------------------------------------------------------------------- aggregation
 
+_STUTTER = re.compile(r"\b([^\W\d_]{2,})\s+\1\b", re.IGNORECASE)
+
+
+def stutters(text: str) -> bool:
+    """True when a word is said twice in a row ("the discoverer discoverer"): what a model writes
+    about a relation it cannot read (the ``relations`` suite)."""
+    return _STUTTER.search(text) is not None
+
+
 
 def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
     """Pooled counts of ``rows``: SER, checker counts, faithful segment share, BLEU (with ``items``)."""
@@ -40,6 +50,7 @@ def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
         "ser": errors / faith["total_records"] if faith["total_records"] else 0.0,
         "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
         "fallbacks": sum(r["fallback"] for r in rows),
+        "stutter": sum(stutters(r["text"]) for r in rows) / len(rows) if rows else 0.0,
     }
     if items is not None and rows:
         out["bleu"] = bleu([r["text"] for r in rows], [items[r["item"]].refs for r in rows])
@@ -143,6 +154,8 @@ def summarise(
                 }
                 for s in systems
             }
+        if results.get("relations"):
+            out.setdefault("relations", {})[half] = _relations(results["relations"], long, items, half, systems)
         if long:
             Ks = sorted({len(it.records) for it in items if it.half == half})
             out.setdefault("long", {})[half] = {
@@ -160,6 +173,19 @@ def summarise(
                     )
                     for K in Ks
                 }  # fmt: skip
+    return out
+
+
+def _relations(rows: list[dict], long: list[dict], items: list[DevItem], half: str, systems: list[str]) -> dict:
+    """Per system: the ``relations`` suite's aggregate (with BLEU) and, as ``real``, the long
+    suite's on the same inputs (relations read)."""
+    out = {}
+    for s in systems:
+        sel = _select(rows, items, half, s)
+        done = {r["item"] for r in sel}
+        real = [r for r in _select(long, items, half, s) if r["item"] in done]
+        if sel:
+            out[s] = {**aggregate(sel, items), "real": aggregate(real, items) if real else None}
     return out
 
 
@@ -269,6 +295,26 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
     return _table(head, (row(K, a) for K, a in by_k.items()))
 
 
+def relations_table(by_system: dict[str, dict]) -> str:
+    """Relations unseen against read: BLEU, SER, stutters (same inputs)."""
+    head = ["system", "outputs", "BLEU (unseen)", "BLEU (read)", "SER (unseen)", "SER (read)", "stutters (unseen)", "stutters (read)"]
+
+    def row(s: str, a: dict) -> list[str]:
+        real = a["real"] or {}
+        return [
+            LABELS[s],
+            str(a["outputs"]),
+            f"{a['bleu']:.4f}",
+            f"{real['bleu']:.4f}" if "bleu" in real else "n/a",
+            _pct(a["ser"]),
+            _pct(real.get("ser")),
+            _pct(a["stutter"]),
+            _pct(real.get("stutter")),
+        ]
+
+    return _table(head, (row(s, a) for s, a in by_system.items()))
+
+
 def render(summary: dict) -> str:
     """Markdown tables of :func:`summarise`, one per suite and half."""
     titles = {
@@ -276,9 +322,10 @@ def render(summary: dict) -> str:
         "unseen": ("Unseen values", unseen_table),
         "long": ("Long inputs", long_table),
         "figures": ("Invented dates and numbers", lambda data: unseen_table(data, "stated")),
+        "relations": ("Unseen relations", relations_table),
     }
     parts = []
-    for suite in ("forced", "unseen", "long", "figures"):
+    for suite in ("forced", "unseen", "long", "figures", "relations"):
         for half, data in summary.get(suite, {}).items():
             title, fmt = titles[suite]
             table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)

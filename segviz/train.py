@@ -81,6 +81,7 @@ class TrainConfig:
     figures: float = 0.0  # share of WebNLG training examples with invented dates and numbers (segviz.augment; 0 = the paper)
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
     word_dropout: float = 0.0  # share of decoder input words replaced by <unk> while training (0 = the paper)
+    relation_dropout: float = 0.0  # share of WebNLG training records whose relation words are read as unseen (segviz.augment; 0 = the paper)
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
@@ -145,6 +146,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
         raise DataError(f"--word-dropout must be in [0, 1), not {tcfg.word_dropout}")
     if not 0.0 <= tcfg.figures <= 1.0 or (tcfg.figures and tcfg.dataset != "webnlg"):
         raise DataError(f"--figures takes a share in [0, 1] of WebNLG examples (E2E has no dates or free numbers), not {tcfg.figures}")
+    if not 0.0 <= tcfg.relation_dropout < 1.0 or (tcfg.relation_dropout and tcfg.dataset != "webnlg"):
+        raise DataError(f"--relation-dropout takes a share in [0, 1) of WebNLG records (E2E's eight attributes are all in training), not {tcfg.relation_dropout}")
     if tcfg.val_half != "all":  # choices on the tune half only (the report half stays unseen)
         dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
     dev = dev[: tcfg.max_val_examples or None]
@@ -157,7 +160,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed, tcfg.abbreviations)  # after the vocabulary
     train = augment.substitute_figures(train, tcfg.figures, tcfg.seed)
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
-    enc_train = [encode(vocab, e.records, e.target) for e in train]
+    hidden = augment.relation_dropout(train, tcfg.relation_dropout, tcfg.seed)
+    enc_train = [encode(vocab.hiding(h) if h else vocab, e.records, e.target) for e, h in zip(train, hidden, strict=True)]
     enc_dev = [encode(vocab, e.records, e.target) for e in dev]
     return vocab, mcfg, enc_train, enc_dev
 
@@ -235,7 +239,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     was_val_n = stored["train"].get("max_val_examples", 0)
     limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean, "clean_list": tcfg.clean_list or stored["train"].get("clean_list", ""),
-                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "val_half": half, **limits})
+                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "relation_dropout": tcfg.relation_dropout, "val_half": half, **limits})
     new_list = tcfg.clean_list != stored["train"].get("clean_list", "")
     return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or new_list or half != was_half or tcfg.max_val_examples != was_val_n
 

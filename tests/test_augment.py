@@ -119,3 +119,43 @@ def test_figures_change_in_records_and_reference_together():
     assert augment._ordinal(1) == "st" and augment._ordinal(12) == "th" and augment._ordinal(23) == "rd"
     iso = augment.substitute_figures_example(_ex(recs[1:2], "He died 1998-07-21."), random.Random(0))
     assert " ".join(iso.target) == f"he died {' - '.join(iso.records[0].value.split('-'))} ."
+
+
+def test_relation_words_are_the_predicates_own_content_words():
+    """``records.relation_words`` (session 22): a predicate's words, less function words and the
+    words of any subject or object of the input."""
+    from segviz.records import relation_words
+
+    recs = parse_webnlg_triples(["Aarhus | leaderName | Jacob_Bundsgaard", "Aarhus_Airport | cityServed | Aarhus",
+                                 "Aarhus_Airport | isPartOf | Airport_City"])  # fmt: skip
+    assert relation_words(recs) == {"leader", "name", "served", "part"}  # "city", "airport": entity words; "is", "of"
+    assert relation_words(recs, [0]) == {"leader", "name"} and relation_words(recs, []) == set()
+
+
+def test_hidden_words_are_read_as_never_seen_and_copied():
+    """``Vocab.hiding``: a hidden word gets <unk> as embedding input and an extended (copy) id, in
+    the source and the target alike; every other id, and the vocabulary itself, stay."""
+    from segviz.data import UNK_ID, Vocab, encode
+
+    vocab = Vocab(["aarhus", "leader", "name", "is", "jacob", "bundsgaard", "."])
+    recs = parse_webnlg_triples(["Aarhus | leaderName | Jacob_Bundsgaard"])
+    plain = encode(vocab, recs, tokenize("The leader is Jacob Bundsgaard."))
+    hid = encode(vocab.hiding({"leader", "<unk>"}), recs, tokenize("The leader is Jacob Bundsgaard."))
+    V, lead = len(vocab), vocab.id("leader")
+    assert plain.src == [vocab.id(w) for w in ("aarhus", "leader", "name", "jacob", "bundsgaard")]
+    assert hid.src == [plain.src[0], UNK_ID, *plain.src[2:]] and hid.oov == ["leader"] and plain.oov == []
+    assert hid.src_ext[1] == V and hid.tgt[1] == V and plain.tgt[1] == lead and hid.tgt[0] == plain.tgt[0] == UNK_ID
+    assert vocab.id("leader") == lead and vocab.hiding({"leader"}).itos == vocab.itos
+    assert vocab.hiding({"<unk>"}).id("<unk>") == UNK_ID  # specials cannot be hidden
+
+
+def test_relation_dropout_draws_records_by_seed_and_share():
+    recs = parse_webnlg_triples(["Aarhus | leaderName | Jacob_Bundsgaard", "Aarhus | country | Denmark"])
+    exs = [_ex(recs, "Jacob Bundsgaard leads Aarhus in Denmark.") for _ in range(400)]
+    drawn = augment.relation_dropout(exs, 0.3, seed=1)
+    assert drawn == augment.relation_dropout(exs, 0.3, seed=1) and drawn != augment.relation_dropout(exs, 0.3, seed=2)
+    assert augment.relation_dropout(exs, 0.0, seed=1) == [set()] * 400
+    assert {frozenset(h) for h in drawn} == {frozenset(), frozenset({"leader", "name"}), frozenset({"country"}),
+                                            frozenset({"leader", "name", "country"})}  # fmt: skip
+    share = sum("country" in h for h in drawn) / len(drawn)
+    assert 0.22 < share < 0.38  # each record with probability 0.3

@@ -322,3 +322,22 @@ def test_word_dropout_out_of_range_is_refused():
 
     with pytest.raises(DataError, match="--word-dropout"):
         prepare(TrainConfig(dataset="e2e", max_examples=16, word_dropout=1.0), {}, None)
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_relation_dropout_hides_relation_words_of_webnlg_training_examples_only():
+    """``train --relation-dropout p`` (session 22): WebNLG training sources read some relation
+    words as never seen (copy ids); validation untouched; E2E and shares outside [0, 1) refused."""
+    from segviz.data import UNK_ID
+    from segviz.train import prepare
+
+    base = dict(dataset="webnlg", max_examples=200, max_val_examples=20)
+    vocab, _, plain, dev = prepare(TrainConfig(**base), {}, None)
+    _, _, hid, dev2 = prepare(TrainConfig(**base, relation_dropout=0.5), {}, None, vocab)
+    changed = [i for i, (a, b) in enumerate(zip(plain, hid, strict=True)) if a.src != b.src]
+    assert 50 < len(changed) < 200 and [e.src for e in dev] == [e.src for e in dev2]
+    a, b = plain[changed[0]], hid[changed[0]]
+    assert all(y == UNK_ID and x != UNK_ID for x, y in zip(a.src, b.src, strict=True) if x != y) and b.oov
+    for bad in (dict(dataset="e2e", relation_dropout=0.3), dict(dataset="webnlg", relation_dropout=1.0)):
+        with pytest.raises(DataError, match="--relation-dropout"):
+            prepare(TrainConfig(**bad, max_examples=16), {}, None)

@@ -334,3 +334,30 @@ def test_figures_suite_counts_the_checker_s_verdict_on_each_invented_figure(tiny
     agg = summary["figures"][half]["rm"]
     assert agg["outputs"] == 1 and agg["verbatim_date"] == float(rows[2]["verbatim"][1][2])
     assert "Invented dates and numbers" in stress.render(summary) and "date stated" in stress.render(summary)
+
+
+def test_relations_suite_decodes_with_the_relation_words_hidden(tiny):
+    """``--suites relations`` (session 22): each WebNLG input decoded as if its relation words
+    were never seen (the same text as ``Systems.decode(..., hide=...)``, and another than with
+    them read); E2E gives no rows; the table puts BLEU, SER and stutters beside the long suite's."""
+    from segviz.records import relation_words
+
+    systems = stress.Systems(checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg"), beam=2)
+    items = _items("webnlg")[:2]
+    rows = stress.run_relations("webnlg", systems, items, 0, lambda: None)
+    assert [(r["item"], r["system"]) for r in rows] == [(i, s) for i in range(2) for s in systems.names]
+    for r in rows:
+        hide = relation_words(items[r["item"]].records)
+        assert r["hidden"] == sorted(hide) and hide
+        assert r["text"] == systems.decode(items[r["item"]].records, r["system"], hide=hide).text
+    assert stress.run_relations("e2e", systems, items, 0, lambda: None) == []
+    long = stress.run_long("webnlg", systems, items, lambda: None)
+    summary = stress.summarise({"long": long, "relations": rows}, items, systems.names)
+    half = items[0].half
+    agg = summary["relations"][half]["rm"]
+    mine = [r for r in rows if r["system"] == "rm" and items[r["item"]].half == half]
+    assert agg["outputs"] == len(mine) and agg["real"]["outputs"] == len(mine)
+    assert agg["bleu"] == pytest.approx(bleu([r["text"] for r in mine], [items[r["item"]].refs for r in mine]))
+    assert "Unseen relations" in stress.render(summary) and "stutters (unseen)" in stress.render(summary)
+    assert stress_tables.stutters("the discoverer is the discoverer discoverer")
+    assert not stress_tables.stutters("It was 1 1 2 and the end.")
