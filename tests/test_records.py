@@ -66,6 +66,14 @@ def test_tokenise_and_detokenise():
     assert detokenize(toks, rs) == "The Vaults is a family-friendly pub near Café Adriatic. It costs £20-25."
 
 
+def test_a_number_with_an_exponent_is_one_token():
+    """Session 22: "4.34192e+07" (WebNLG's celestial bodies) is one word, copied whole, not
+    "4.34192 e + 07"; a number before a word stays apart ("3 rd", "2014 e")."""
+    assert tokenize("Its period is 4.34192E+07 and 6.5e-3, 1e5.") == ["its", "period", "is", "4.34192e+07", "and", "6.5e-3", ",", "1e5", "."]
+    assert tokenize("the 3rd in 2014e") == ["the", "3", "rd", "in", "2014", "e"]
+    assert detokenize(tokenize("It is 6.5e+11 km.")) == "It is 6.5e+11 km."
+
+
 _attr = st.text(alphabet=st.characters(blacklist_characters="[],", blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
     lambda s: s.strip() == s and s
 )

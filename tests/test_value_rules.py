@@ -507,3 +507,27 @@ def test_months_ban_a_month_no_date_of_the_input_or_of_the_record_holds():
     assert banned[3] == {"november", "nov", "march", "mar", "oct", "june", "sept"}  # no date of its own
     assert _month_mask(vocab, [], recs, value_rules("auto")) is None
     assert sorted(_month_ids(vocab, [], recs, rules)) == sorted(vocab.stoi[w] for w in ("oct", "june", "sept"))
+
+
+def test_doubles_bans_the_word_just_said_unless_the_input_says_it_twice(tiny):
+    """``doubles`` (session 22): no word twice in a row ("the name name") unless a subject or
+    value of the input says it so ("A Long Long Way"); off, nothing is banned. Both systems'
+    outputs keep it, with the relation words hidden (where the tiny models stutter most)."""
+    from segviz.decode.rules import doubled, doubled_ok, value_rules
+    from segviz.records import parse_webnlg_triples, relation_words
+
+    recs = parse_webnlg_triples(["A_Long_Long_Way | author | Sebastian_Barry", "A_Long_Long_Way | isbnNumber | 0-670-03380-4"])
+    vocab = Vocab(["long", "name", "way", "barry"])
+    rules = value_rules("auto+doubles")
+    ok = doubled_ok(vocab, [], recs, rules)
+    assert ok == {vocab.stoi["long"]} and doubled_ok(vocab, [], recs, value_rules("auto")) is None
+    name, long = vocab.stoi["name"], vocab.stoi["long"]
+    assert doubled([5, name], ok) == [name] and doubled([5, long], ok) == [] and doubled([name], None) == []
+    assert doubled([], ok) == []
+    seg, pg = checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg")
+    for recs in EXAMPLES["webnlg"].values():
+        twice = {a for r in recs for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+        for ck, gen in ((seg, lambda v, r: generate_seg(seg.model, v, r, "rm", beam=2, rules=rules)),
+                        (pg, lambda v, r: generate_pg(pg.model, v, r, beam=2, rules=rules))):  # fmt: skip
+            toks = [t.lower() for t in gen(ck.vocab.hiding(relation_words(recs)), recs).tokens]
+            assert not [a for a, b in zip(toks, toks[1:], strict=False) if a == b and a not in twice], toks

@@ -295,6 +295,22 @@ def repeated_ngram_ends(tokens: list[int], n: int) -> list[int]:
     return [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == prefix]
 
 
+def doubled_ok(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> frozenset | None:
+    """Rule ``doubles`` (session 22): the ids the input itself says twice in a row ("long long"
+    of "A Long Long Way"), which may follow themselves; None when the rule is off."""
+    if not (rules and rules.doubles):
+        return None
+    words = {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+    return frozenset(i for w in words if (i := _ext_id(vocab, oov, w)) is not None)
+
+
+def doubled(tokens: list[int], ok: frozenset | None) -> list[int]:
+    """The word that would be said twice in a row next (``[last]``), unless ``ok`` holds it or
+    the rule is off (``ok`` None): a model that cannot read a relation copies its word again
+    ("the name name")."""
+    return [tokens[-1]] if ok is not None and tokens and tokens[-1] not in ok else []
+
+
 @dataclass(frozen=True)
 class ValueRules:
     """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
@@ -330,6 +346,7 @@ class ValueRules:
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
     months: bool = False  # a month no date of the input holds is never said ("october" of 1827-11-26: session 21)
+    doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -376,7 +393,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -432,7 +449,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     *once*) has a value that begins another entity of the input, said again, go on as that entity
     (:func:`_onward_entry`); ``plurals`` (with ``spellings``) reads an entity's last word said as a
     plural or demonym as that word (:func:`spelling_twins`); ``months`` bans the name of a month
-    that no date of the input holds (:func:`_month_ids`). Chosen on the tuning half of dev
+    that no date of the input holds (:func:`_month_ids`); ``doubles`` bans the word just said
+    unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
+    :func:`doubled`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
