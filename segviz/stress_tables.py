@@ -31,11 +31,12 @@ _FAITH_KEYS = ("wrong", "repeated", "missing", "hallucinated", "total_records")
 _STUTTER = re.compile(r"\b([^\W\d_]{2,})\s+\1\b", re.IGNORECASE)
 
 
-def stutters(text: str) -> bool:
-    """True when a word is said twice in a row ("the discoverer discoverer"): what a model writes
-    about a relation it cannot read (the ``relations`` suite)."""
-    return _STUTTER.search(text) is not None
-
+def stutters(text: str, records: Iterable = ()) -> bool:
+    """True when a word is said twice in a row ("the discoverer discoverer"), unless a subject or
+    value of ``records`` says it so ("A Long Long Way"): what a model writes about a relation it
+    cannot read (the ``relations`` suite)."""
+    twice = {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+    return any(m.group(1).lower() not in twice for m in _STUTTER.finditer(text))
 
 
 def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
@@ -50,7 +51,8 @@ def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
         "ser": errors / faith["total_records"] if faith["total_records"] else 0.0,
         "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
         "fallbacks": sum(r["fallback"] for r in rows),
-        "stutter": sum(stutters(r["text"]) for r in rows) / len(rows) if rows else 0.0,
+        "stutter": sum(stutters(r["text"], items[r["item"]].records if items else ()) for r in rows) / len(rows)
+        if rows else 0.0,
     }
     if items is not None and rows:
         out["bleu"] = bleu([r["text"] for r in rows], [items[r["item"]].refs for r in rows])

@@ -340,7 +340,7 @@ def test_relations_suite_decodes_with_the_relation_words_hidden(tiny):
     """``--suites relations`` (session 22): each WebNLG input decoded as if its relation words
     were never seen (the same text as ``Systems.decode(..., hide=...)``, and another than with
     them read); E2E gives no rows; the table puts BLEU, SER and stutters beside the long suite's."""
-    from segviz.records import relation_words
+    from segviz.records import parse_webnlg_triples, relation_words
 
     systems = stress.Systems(checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg"), beam=2)
     items = _items("webnlg")[:2]
@@ -361,3 +361,6 @@ def test_relations_suite_decodes_with_the_relation_words_hidden(tiny):
     assert "Unseen relations" in stress.render(summary) and "stutters (unseen)" in stress.render(summary)
     assert stress_tables.stutters("the discoverer is the discoverer discoverer")
     assert not stress_tables.stutters("It was 1 1 2 and the end.")
+    long_long = parse_webnlg_triples(["A_Long_Long_Way | author | Sebastian_Barry"])
+    assert stress_tables.stutters("A Long Long Way is by Barry.") and not stress_tables.stutters("A Long Long Way is by Barry.", long_long)
+    assert stress_tables.stutters("A Long Long Way is by by Barry.", long_long)
