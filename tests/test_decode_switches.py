@@ -802,19 +802,19 @@ def test_qualifiers_keeps_plus_rm_from_saying_a_qualifying_place_again():
 
 
 def test_spellings_reads_a_possessive_word_as_saying_its_value():
-    """The shipped webnlg-seg under +RM (tune half, K = 5): the crew member's segment says "nasa's
-    Apollo 8", one token "nasa's" of the vocabulary; without ``spellings`` the mention rule does not
-    see ``NASA`` said, so +RM opens a segment for ``operator | NASA`` and says it again ("… and was
-    operated by NASA"); with it, the operator is said once."""
+    """The shipped webnlg-seg under +RM (tune half, K = 4; session 22's weights): the crew
+    member's segment says "nasa's Apollo 12", one token "nasa's" of the vocabulary; without
+    ``spellings`` the mention rule does not see ``NASA`` said, so +RM opens a segment for
+    ``operator | NASA`` and says it again ("… on the NASA operated Apollo 12"); with it, the
+    operator is said once."""
     ck, recs, gen = _shipped_webnlg_rm([
-        ("William_Anders", "dateOfRetirement", '"1969-09-01"'),
-        ("Apollo_8", "commander", "Frank_Borman"),
-        ("William_Anders", "was a crew member of", "Apollo_8"),
-        ("Apollo_8", "backup pilot", "Buzz_Aldrin"),
-        ("Apollo_8", "operator", "NASA"),
+        ("Apollo_12", "backup pilot", "Alfred_Worden"),
+        ("Alan_Bean", "was a crew member of", "Apollo_12"),
+        ("Apollo_12", "operator", "NASA"),
+        ("Apollo_12", "commander", "David_Scott"),
     ])  # fmt: skip
     plain, spelt = gen("auto+once+qualifiers"), gen("auto+once+qualifiers+spellings")
-    assert "nasa's apollo 8" in plain.text.lower() and plain.text.lower().count("nasa") == 2
+    assert "nasa's apollo 12" in plain.text.lower() and plain.text.lower().count("nasa") == 2
     assert faithfulness.check("webnlg", recs, plain.text).repeated == 1
     assert spelt.text.lower().count("nasa") == 1 and faithfulness.check("webnlg", recs, spelt.text).errors == 0
     assert ck.rules().spellings  # the checkpoint's default rules, chosen on the tune half
