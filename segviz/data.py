@@ -162,6 +162,8 @@ class Vocab:
         embedded). Unseen relations (docs/design.md): ``train --relation-dropout`` and the stress
         suite ``relations``."""
         hidden = set(words) - set(SPECIALS)
+        if not hidden:
+            return self
         view = copy.copy(self)
         view.stoi = {w: i for w, i in self.stoi.items() if w not in hidden}
         return view

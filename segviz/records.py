@@ -170,9 +170,10 @@ def date_month(value: str) -> str | None:
 
 
 # A token is a run of word characters (letters, digits, with inner . or , for numbers like 3.5
-# and 1,000, and an exponent: 6.5e+11 is one word, session 22), a word with its possessive apostrophe (Martyrs'), a possessive 's after a word that
-# has an apostrophe already (O'Malley's), or a single non-space non-word character. Currency
-# symbols split off: "£30" -> £ 30.
+# and 1,000, and an exponent: 6.5e+11 is one word, session 22), a word with its possessive
+# apostrophe (Martyrs'), a possessive 's after a word that has an apostrophe already
+# (O'Malley's), or a single non-space non-word character. Currency symbols split off:
+# "£30" -> £ 30.
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?|[^\W\d_]+(?:'[^\W\d_]+)?(?:(?<=s)'(?![^\W\d_]))?|'s(?![^\W\d_])|\w+|[^\w\s]", re.UNICODE)
 
 
