@@ -260,6 +260,12 @@ def relation_words(records: list[Record], which: list[int] | None = None) -> set
     return words - entities
 
 
+def doubled_words(records: list[Record]) -> set[str]:
+    """Words the input itself says twice in a row ("long" of "A Long Long Way"): the ``doubles``
+    rule lets them follow themselves, and the ``relations`` suite's stutters do not count them."""
+    return {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+
+
 HALVES = ("tune", "report")  # dev split: choices are made on "tune", figures reported on both
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from segviz.decode import CONSTRAINT_LABELS
 from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
-from segviz.records import HALVES
+from segviz.records import HALVES, doubled_words
 
 if TYPE_CHECKING:
     from segviz.stress import DevItem
@@ -31,11 +31,11 @@ _FAITH_KEYS = ("wrong", "repeated", "missing", "hallucinated", "total_records")
 _STUTTER = re.compile(r"\b([^\W\d_]{2,})\s+\1\b", re.IGNORECASE)
 
 
-def stutters(text: str, records: Iterable = ()) -> bool:
+def stutters(text: str, records: list = ()) -> bool:
     """True when a word is said twice in a row ("the discoverer discoverer"), unless a subject or
     value of ``records`` says it so ("A Long Long Way"): what a model writes about a relation it
     cannot read (the ``relations`` suite)."""
-    twice = {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+    twice = doubled_words(records)
     return any(m.group(1).lower() not in twice for m in _STUTTER.finditer(text))
 
 

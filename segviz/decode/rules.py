@@ -23,6 +23,7 @@ from segviz.records import (  # noqa: F401
     MONTHS,
     Record,
     date_month,
+    doubled_words,
     entity_text,
     is_function_word,
     strip_accents,
@@ -300,8 +301,7 @@ def doubled_ok(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
     of "A Long Long Way"), which may follow themselves; None when the rule is off."""
     if not (rules and rules.doubles):
         return None
-    words = {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
-    return frozenset(i for w in words if (i := _ext_id(vocab, oov, w)) is not None)
+    return frozenset(i for w in doubled_words(records) if (i := _ext_id(vocab, oov, w)) is not None)
 
 
 def doubled(tokens: list[int], ok: frozenset | None) -> list[int]:
