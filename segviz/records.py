@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 
 __all__ = [
@@ -264,6 +265,12 @@ def doubled_words(records: list[Record]) -> set[str]:
     """Words the input itself says twice in a row ("long" of "A Long Long Way"): the ``doubles``
     rule lets them follow themselves, and the ``relations`` suite's stutters do not count them."""
     return {a for r in records for a, b in zip(r.tokens, r.tokens[1:], strict=False) if a == b}
+
+
+def number_words(records: list[Record]) -> Counter:
+    """Words with a digit and how often the input's records hold them (a subject once per record):
+    the ``numbers`` rule says a number no more often (docs/design.md §6)."""
+    return Counter(w for r in records for w in r.tokens if any(c.isdigit() for c in w))
 
 
 HALVES = ("tune", "report")  # dev split: choices are made on "tune", figures reported on both

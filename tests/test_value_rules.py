@@ -531,3 +531,30 @@ def test_doubles_bans_the_word_just_said_unless_the_input_says_it_twice(tiny):
                         (pg, lambda v, r: generate_pg(pg.model, v, r, beam=2, rules=rules))):  # fmt: skip
             toks = [t.lower() for t in gen(ck.vocab.hiding(relation_words(recs)), recs).tokens]
             assert not [a for a, b in zip(toks, toks[1:], strict=False) if a == b and a not in twice], toks
+
+
+def test_numbers_says_a_number_no_more_often_than_the_input_holds_it(tiny):
+    """``numbers`` (session 23): a number is said no more often than the input's records hold it
+    (a subject once per record), so a date the model has not seen is not written with one figure
+    twice ("24-02-24" of ``2006-02-24``); off, nothing is banned. Both systems keep it."""
+    from collections import Counter
+
+    from segviz.decode.rules import number_room, numbers_spent, value_rules
+    from segviz.records import number_words, parse_webnlg_triples
+
+    recs = parse_webnlg_triples(
+        ["Elliot_See | birthDate | 2006-02-24", "Elliot_See | deathDate | 1874-11-24", "Apollo_12 | operator | NASA"]
+    )
+    assert number_words(recs) == {"2006": 1, "02": 1, "24": 2, "1874": 1, "11": 1, "12": 1}
+    vocab, rules = Vocab(["24", "02", "the"]), value_rules("auto+numbers")
+    room = number_room(vocab, ["2006", "1874", "11", "12"], recs, rules)
+    assert room == {vocab.stoi["24"]: 2, vocab.stoi["02"]: 1, len(vocab): 1, len(vocab) + 1: 1, len(vocab) + 2: 1, len(vocab) + 3: 1}
+    assert number_room(vocab, [], recs, value_rules("auto")) is None
+    d24, d02, the = vocab.stoi["24"], vocab.stoi["02"], vocab.stoi["the"]
+    assert numbers_spent([d24, the, d02], room) == [d02] and sorted(numbers_spent([d24, d02, d24], room)) == [d24, d02]
+    assert numbers_spent([d24, d24, d02], None) == []
+    seg, pg = checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg")
+    for ck, gen in ((seg, lambda r: generate_seg(seg.model, seg.vocab, r, "rm", beam=2, rules=rules)),
+                    (pg, lambda r: generate_pg(pg.model, pg.vocab, r, beam=2, rules=rules))):  # fmt: skip
+        said = Counter(t.lower() for t in gen(recs).tokens)
+        assert all(said[w] <= n for w, n in number_words(recs).items()), (ck.path, said)

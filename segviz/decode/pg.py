@@ -25,6 +25,8 @@ from segviz.decode.rules import (
     _run_on,
     doubled,
     doubled_ok,
+    number_room,
+    numbers_spent,
     repeated_ngram_ends,
 )
 from segviz.model import PGEncoding, PGModel
@@ -53,6 +55,7 @@ class _PGInput:
     inner: list[int] = field(default_factory=list)  # ids said only after their name's first word
     run_on: dict = field(default_factory=dict)  # unseen name -> ids that would run it on into a value
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
+    numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -65,7 +68,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
     raw, alpha, state = model.token_dist(x.enc, y, state, x.n_ext - x.V)  # (M, n_ext)
     logp = raw.masked_fill(x.ban, -math.inf)
     for m, h in enumerate(hyps):
-        rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles)
+        rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
         if rep:
             logp[m, rep] = -math.inf
         if h.owed:  # a proper name is being copied: only its next token
@@ -104,7 +107,8 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names),
-                 _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules))  # fmt: skip
+                 _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules),
+                 number_room(vocab, enc_ex.oov, records, rules))  # fmt: skip
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

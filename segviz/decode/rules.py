@@ -26,6 +26,7 @@ from segviz.records import (  # noqa: F401
     doubled_words,
     entity_text,
     is_function_word,
+    number_words,
     strip_accents,
     tokenize,
 )
@@ -311,6 +312,20 @@ def doubled(tokens: list[int], ok: frozenset | None) -> list[int]:
     return [tokens[-1]] if ok is not None and tokens and tokens[-1] not in ok else []
 
 
+def number_room(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
+    """Rule ``numbers`` (session 23): id -> how often the input's records hold that number
+    (:func:`segviz.records.number_words`); None when the rule is off."""
+    if not (rules and rules.numbers):
+        return None
+    return {i: n for w, n in number_words(records).items() if (i := _ext_id(vocab, oov, w)) is not None}
+
+
+def numbers_spent(tokens: list[int], room: dict | None) -> list[int]:
+    """The numbers ``tokens`` has said as often as the input holds them, banned next: a model
+    writing out a date it has not seen says one figure twice ("24-02-24" of ``2006-02-24``)."""
+    return [i for i, n in room.items() if tokens.count(i) >= n] if room else []
+
+
 @dataclass(frozen=True)
 class ValueRules:
     """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
@@ -347,6 +362,7 @@ class ValueRules:
     plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
     months: bool = False  # a month no date of the input holds is never said ("october" of 1827-11-26: session 21)
     doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
+    numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -393,7 +409,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -451,7 +467,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     plural or demonym as that word (:func:`spelling_twins`); ``months`` bans the name of a month
     that no date of the input holds (:func:`_month_ids`); ``doubles`` bans the word just said
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
-    :func:`doubled`). Chosen on the tuning half of dev
+    :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
+    (:func:`number_room`, :func:`numbers_spent`). Chosen on the tuning half of dev
     (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

@@ -51,6 +51,8 @@ from segviz.decode.rules import (
     doubled,
     doubled_ok,
     longer_than,
+    number_room,
+    numbers_spent,
     repeated_ngram_ends,
     spelling_twins,
 )
@@ -284,6 +286,7 @@ class _Input:
     twins: dict = field(default_factory=dict)  # id -> its unaccented twin's id, for the subjects' words (rules._accent_twins)
     spelt: dict = field(default_factory=dict)  # id -> the value or subject word it spells another way (rules.spelling_twins), {} when off
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
+    numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
 
 
 @dataclass
@@ -400,7 +403,7 @@ class SegmentDecoder:
             echo=_echo_entries(vocab, oov, records, rules, func) if level.no_repeat or planned else [],
             twins=_accent_twins(vocab, oov, list(named.values())),
             spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules and rules.spellings else {},
-            doubles=doubled_ok(vocab, oov, records, rules),
+            doubles=doubled_ok(vocab, oov, records, rules), numbers=number_room(vocab, oov, records, rules),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -442,7 +445,7 @@ class SegmentDecoder:
             self._mask_structure(x, h, row)
             if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
                 row[~x.func_all] = -math.inf
-            rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles)
+            rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
