@@ -297,3 +297,18 @@ def test_segment_rows_show_each_segment_as_the_text_shows_it():
     assert [r["text"] for r in rows] == ["There is a pub", "called The Eagle.", "It serves Thai food."]
     shown = "".join((" " if sp else "") + w for w, sp in viz.display_tokens(tokens, records))
     assert " ".join(r["text"] for r in rows) == shown
+
+
+def test_unread_relations_get_their_own_advice(tiny):
+    """A WebNLG relation with a word the model never read is named, with the advice to try the
+    checker-guided option; relations the model read, and E2E inputs, get no such line."""
+    seg = load(tiny / "webnlg-seg")
+    assert "discoverer" not in seg.vocab.stoi
+    known = EXAMPLES["webnlg"]["Alan Bean (3 triples)"]
+    unread = [Record("discoverer", "Walter_Baade", "1036_Ganymed"), *known]
+    warnings = service.unknown_words_warning(seg, unread)
+    advice = [w for w in warnings if w.startswith("Relations with words the models never read")]
+    assert len(advice) == 1 and "(discoverer)" in advice[0] and "Checker-guided" in advice[0]
+    assert not [w for w in service.unknown_words_warning(seg, known) if w.startswith("Relations")]
+    e2e = load(tiny / "e2e-seg")
+    assert not [w for w in service.unknown_words_warning(e2e, [Record("discoverer", "Walter Baade")]) if w.startswith("Relations")]
