@@ -383,6 +383,29 @@ def test_e2e_dev_references_low_slot_error_rate():
     assert (t["wrong"] + t["repeated"] + t["hallucinated"]) / t["total_records"] < 0.02
 
 
+def test_a_value_the_rules_do_not_know_is_read_verbatim_and_another_value_is_wrong():
+    """``food[Thai]``, ``area[suburbs]``, ``priceRange[£10-15]`` (typed in the Playground, or the
+    stress suite's invented values) were "missing" even when said word for word, and "£10-15"
+    read as a high price. Now such a value is read verbatim; another value of its attribute is wrong."""
+    from segviz import faithfulness
+    from segviz.records import Record
+
+    recs = [Record("name", "The Golden Lotus"), Record("food", "Thai"), Record("area", "suburbs"),
+            Record("priceRange", "£10-15"), Record("customer rating", "4 out of 5")]  # fmt: skip
+    said = "The Golden Lotus serves Thai food in the suburbs for £10-15 and is rated 4 out of 5."
+    report = faithfulness.check("e2e", recs, said)
+    assert [v.status for v in report.per_record] == ["realised"] * 5 and report.hallucinated == []
+    other = "The Golden Lotus serves French food in the city centre. It is rated 5 out of 5."
+    got = [v.status for v in faithfulness.check("e2e", recs, other).per_record]
+    assert got == ["realised", "wrong", "wrong", "missing", "wrong"]
+    assert faithfulness.check("e2e", recs, said + " Thai food.").per_record[1].status == "repeated"
+    # the mentions the inspector colours: "more than £30" is no mention of £10-15
+    from segviz.faithfulness.e2e import value_mentions_e2e
+
+    mentions = value_mentions_e2e(recs[:4], "the golden lotus costs more than £30.")
+    assert [m.record for m in mentions] == [0, None]
+
+
 def test_an_attribute_without_rules_is_read_verbatim_in_the_check_and_the_segment_verdicts():
     """A record of an attribute the E2E rules do not know (typed in the Playground) was always
     "missing", and its segment "unrealised", even when the text says the value word for word.

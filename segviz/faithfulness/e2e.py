@@ -23,6 +23,7 @@ from segviz.faithfulness.e2e_rules import (  # noqa: F401 (E2E_VENUES is re-expo
     _STARS_LEVEL,
     _TOKEN,
     E2E_ATTRIBUTES,
+    E2E_VALUES,
     E2E_VENUES,
 )
 from segviz.records import Record
@@ -186,16 +187,14 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     for idx, r in enumerate(records):
         if r.attribute in ("name", "near"):
             verdict = _venue_verdict(r, norm, venues, stray)
-        elif idx in said:  # no rule for its attribute: its value said verbatim
-            spans = said[idx]
-            verdict = ("missing", "") if not spans else ("realised" if len(spans) == 1 else "repeated", norm[slice(*spans[0])])
+        elif idx in said:  # no rule for its attribute or value: its value said verbatim
+            verdict = _verbatim_verdict(said[idx], _strong(by_attr.get(r.attribute, [])), norm)
         else:
             verdict = _slot_verdict(r, by_attr.get(r.attribute, []), norm)
         report.per_record.append(RecordVerdict(idx, r.label, *verdict))
 
     for attr, ms in by_attr.items():
-        strong = [m for m in ms if not (attr == "eatType" and m.level == "restaurant")]
-        if attr not in input_attrs and strong:
+        if attr not in input_attrs and _strong(ms):
             report.hallucinated.append(attr)
     if "near" not in input_attrs and stray and "name" in input_attrs:
         name_found = any(v[0] == normalise(r.value) for v in venues for r in records if r.attribute == "name")
@@ -220,11 +219,35 @@ def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str
     return ("repeated" if repeated else "realised"), evidence
 
 
+def _strong(ms: list[_Mention]) -> list[_Mention]:
+    """Mentions that state a value of their attribute: all but the generic "restaurant"."""
+    return [m for m in ms if not (m.attribute == "eatType" and m.level == "restaurant")]
+
+
+def _verbatim_verdict(spans: list[tuple[int, int]], others: list[_Mention], norm: str) -> tuple[str, str]:
+    """A value read word for word: another value of its attribute in the text ("French food" for
+    ``food[Thai]``) is wrong; else said once realised, twice repeated, not at all missing."""
+    if others:
+        return "wrong", others[0].text
+    if not spans:
+        return "missing", ""
+    return ("realised" if len(spans) == 1 else "repeated"), norm[slice(*spans[0])]
+
+
+def read_verbatim(r: Record) -> bool:
+    """Whether the slot rules do not read ``r`` and its value is read word for word instead: an
+    attribute without rules ("colour[red]"), or a value the rules do not know ("food[Thai]")."""
+    if r.attribute in ("name", "near"):
+        return False
+    return r.attribute not in E2E_ATTRIBUTES or normalise(r.value) not in E2E_VALUES[r.attribute]
+
+
 def _verbatim_spans(records: list[Record], norm: str) -> dict[int, list[tuple[int, int]]]:
     """Record index -> the spans of ``norm`` saying its value word for word (:func:`_verbatim`),
-    for each record whose attribute has no rules; the other rules do not read those spans again
-    ("pizza" of ``dish[pizza]`` is no food)."""
-    return {i: _verbatim(r, norm) for i, r in enumerate(records) if r.attribute not in E2E_ATTRIBUTES}
+    for each record :func:`read_verbatim` reads so; the other rules do not read those spans again
+    ("pizza" of ``dish[pizza]`` is no food, "4 out of 5" of ``customer rating[4 out of 5]`` no
+    high rating)."""
+    return {i: _verbatim(r, norm) for i, r in enumerate(records) if read_verbatim(r)}
 
 
 def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -280,7 +303,7 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
     taken = {(m.start, m.end) for m in out}  # an unknown attribute's value that is the name's: the name's mention
     out += [ValueMention(s, e, i) for i, spans in said.items() for s, e in spans if (s, e) not in taken]
-    slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records)}
+    slot_of = {r.attribute: (i, _level(r.attribute, r.value)) for i, r in enumerate(records) if i not in said}
     for m in _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim):
         i, level = slot_of.get(m.attribute, (None, None))
         if m.level == level:

@@ -10,6 +10,18 @@ import re
 # The E2E attributes, in the editor's order; the checker has rules for these only.
 E2E_ATTRIBUTES = ("name", "eatType", "food", "priceRange", "customer rating", "area", "familyFriendly", "near")
 
+# The values the slot rules read, per attribute (normalised). Any other value of these attributes
+# ("food[Thai]", "area[harbour front]", typed in the Playground) is read word for word, as the
+# value of an attribute without rules is.
+E2E_VALUES = {
+    "eatType": ("coffee shop", "pub", "restaurant"),
+    "food": ("english", "french", "italian", "japanese", "chinese", "indian", "fast food"),
+    "priceRange": ("cheap", "moderate", "high", "less than £20", "£20-25", "more than £30"),
+    "customer rating": ("low", "average", "high", "1 out of 5", "3 out of 5", "5 out of 5"),
+    "area": ("riverside", "city centre"),
+    "familyFriendly": ("yes", "no"),
+}
+
 # Every venue name of the E2E train+dev sets (name and near values).
 E2E_VENUES = (
     "Alimentum", "Aromi", "Bibimbap House", "Blue Spice", "Browns Cambridge", "Clowns", "Cocum",
