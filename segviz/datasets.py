@@ -19,7 +19,10 @@ from segviz import formats, invented
 from segviz.evaluate import evaluate_e2e, evaluate_webnlg
 from segviz.faithfulness.common import FaithReport, ValueMention
 from segviz.faithfulness.e2e import check_e2e, value_mentions_e2e
-from segviz.faithfulness.e2e_rules import E2E_ATTRIBUTES  # one place: the checker's rules name them
+from segviz.faithfulness.e2e_rules import (  # one place: the checker's rules name them
+    E2E_ATTRIBUTES,
+    E2E_VALUES,
+)
 from segviz.faithfulness.webnlg import check_webnlg, own_entities_webnlg, value_mentions_webnlg
 from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
 
@@ -58,7 +61,9 @@ class Dataset:
     output_suffix: str  # of the files write_outputs writes
     evaluate: Callable[..., dict]  # (references path, outputs path, meteor=) -> scores
     substitute: Callable[[list[Record], int], list[Record]]  # invented names (segviz.stress)
-    figures: Callable[[list[Record], int], list[Record]] = invented.no_figures  # invented dates and numbers (segviz.stress)
+    figures: Callable[[list[Record], int], list[Record]] = invented.unchanged  # invented dates and numbers (segviz.stress)
+    closed: Callable[[list[Record], int], list[Record]] = invented.unchanged  # values outside the closed sets (segviz.stress)
+    closed_values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute -> its closed set of values (lower case)
     names: Callable[[list[Record]], list[str]] = _no_names  # values that name something (segviz.augment)
     space: str = " "  # how a value writes a space (WebNLG entities: "_")
     article: str = "a"  # "an E2E model"
@@ -146,7 +151,7 @@ register(Dataset(
     check=check_e2e, value_mentions=value_mentions_e2e,
     read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",), reads_folders=False,
     write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
-    substitute=invented.substitute_e2e, names=invented.names_e2e,
+    substitute=invented.substitute_e2e, names=invented.names_e2e, closed=invented.substitute_closed_e2e, closed_values=E2E_VALUES,
     empty_hint=" (attribute and value)", attributes=E2E_ATTRIBUTES, uploads=True, references=_e2e_references,
 ))  # fmt: skip
 register(Dataset(

@@ -1,4 +1,4 @@
-"""Invented names and places for the unseen-value stress suite (``python -m segviz.stress``).
+"""Invented names, places and values for the stress suites (``python -m segviz.stress``).
 
 E2E train, dev and the usual test set share the same 34 names and 19 ``near`` values, so no
 benchmark sees a name the model has never read; every user who types their own records does.
@@ -20,6 +20,11 @@ from segviz.records import Record
 _LISTS = json.loads(Path(__file__).with_name("invented.json").read_text(encoding="utf-8"))
 NAMES: tuple[str, ...] = tuple(_LISTS["names"])  # 60 venue names
 PLACES: tuple[str, ...] = tuple(_LISTS["places"])  # 30 landmarks, for E2E ``near``
+OPEN_VALUES: dict[str, tuple[str, ...]] = {  # E2E values outside the closed sets (the ``closed`` suite)
+    "food": tuple(_LISTS["foods"]),  # 30 cuisines, none an E2E food
+    "area": tuple(_LISTS["areas"]),  # 12 areas, neither riverside nor city centre
+    "eatType": tuple(_LISTS["venue_types"]),  # 12 kinds of venue, none a pub, coffee shop or restaurant
+}
 
 
 def _rng(records: list[Record], seed: int) -> random.Random:
@@ -32,6 +37,19 @@ def substitute_e2e(records: list[Record], seed: int = 0) -> list[Record]:
     rng = _rng(records, seed)
     pools = {"name": rng.choice(NAMES), "near": rng.choice(PLACES)}
     return [Record(r.attribute, pools[r.attribute]) if r.attribute in pools else r for r in records]
+
+
+def substitute_closed_e2e(records: list[Record], seed: int = 0) -> list[Record]:
+    """``records`` with ``food``, ``area`` and ``eatType`` from :data:`OPEN_VALUES`: values a user
+    types ("food[Thai]") that no E2E input holds, each attribute drawn from its own list."""
+    rng = _rng(records, seed)
+    pools = {a: rng.choice(vs) for a, vs in OPEN_VALUES.items()}
+    return [Record(r.attribute, pools[r.attribute]) if r.attribute in pools else r for r in records]
+
+
+def unchanged(records: list[Record], seed: int = 0) -> list[Record]:
+    """No substitution: a suite that does not apply to a dataset (E2E figures, WebNLG closed sets)."""
+    return records
 
 
 def _replaceable(entity: str) -> bool:
@@ -118,11 +136,6 @@ def substitute_figures_webnlg(records: list[Record], seed: int = 0) -> list[Reco
             new = new_figure(v, rng)
         table[v] = new
     return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
-
-
-def no_figures(records: list[Record], seed: int = 0) -> list[Record]:
-    """E2E: no value is a date or a free number (prices and ratings are a closed set)."""
-    return records
 
 
 def invented_figures(original: list[Record], substituted: list[Record]) -> list[tuple[int, str, str]]:

@@ -1,4 +1,4 @@
-"""Stress suites: forced plans, unseen values, long inputs and figures, on both halves of dev.
+"""Stress suites: forced plans, unseen values, long inputs, figures, relations and closed sets, on both halves of dev.
 
     python -m segviz.stress --checkpoint checkpoints/e2e-seg --pg checkpoints/e2e-pg \\
         [--json runs/stress-e2e.json] [--limit N] [--beam 5] [--seed 0] [--suites forced unseen long figures]
@@ -22,6 +22,10 @@ dev scores cannot see where this fails; these suites can (docs/design.md, "Stres
   relations' words (:func:`segviz.records.relation_words`, :meth:`segviz.data.Vocab.hiding`),
   as in WebNLG's unseen categories; BLEU, SER and stutters ("the discoverer discoverer") beside
   those of the same inputs read whole. E2E has no rows (its attributes are all in training).
+- **closed** (session 24): E2E ``food``, ``area`` and ``eatType`` given values outside their
+  closed sets ("food[Thai]", "area[old town]", "eatType[wine bar]": what users type); the share
+  of outputs stating each verbatim, SER beside the SER with the real values, and stutters
+  ("serves Korean Korean"). WebNLG has no rows (its values are open already).
 
 Every figure is given for the two halves of dev split by a stable hash of the input
 (:func:`half_of`): choices are made on the ``tune`` half, the ``report`` half is what we report.
@@ -64,7 +68,7 @@ from segviz.stress_tables import unseen_table as unseen_table
 
 log = logging.getLogger(__name__)
 
-SUITES = ("forced", "unseen", "long", "figures", "relations")
+SUITES = ("forced", "unseen", "long", "figures", "relations", "closed")
 N_RANDOM_PLANS = 3
 
 
@@ -217,6 +221,27 @@ def run_figures(
     return rows
 
 
+def run_closed(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Every E2E input with ``food``, ``area`` or ``eatType``, those given values outside their
+    closed sets (:func:`segviz.invented.substitute_closed_e2e`: "food[Thai]"), decoded by every
+    system; which values are said verbatim (session 24). WebNLG has no rows."""
+    sub = datasets.get(dataset).closed
+    rows = []
+    for i, it in enumerate(items):
+        records = sub(it.records, seed)
+        values = invented.invented_values(it.records, records)
+        for s in systems.names if values else ():
+            out = score(dataset, records, systems.decode(records, s), s)
+            verbatim = [[kind, v, invented.states_verbatim(v, out["text"])] for kind, v in values]
+            rows.append(
+                {"item": i, "system": s, "records": [r.label for r in records], "verbatim": verbatim, **out}
+            )
+        tick()
+    return rows
+
+
 def run_relations(
     dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
 ) -> list[dict]:
@@ -250,6 +275,8 @@ def run(
         results["figures"] = run_figures(dataset, systems, items, seed, tick)
     if "relations" in suites:
         results["relations"] = run_relations(dataset, systems, items, seed, tick)
+    if "closed" in suites:
+        results["closed"] = run_closed(dataset, systems, items, seed, tick)
     return results
 
 

@@ -144,7 +144,7 @@ def summarise(
                 s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
             }
             out.setdefault("forced", {})[half] = {**own, **forced}
-        for suite in [s for s in ("unseen", "figures") if results.get(s)]:
+        for suite in [s for s in ("unseen", "figures", "closed") if results.get(s)]:
             sel = {s: _select(results[suite], items, half, s) for s in systems}
             real_items = {s: {r["item"] for r in sel[s]} for s in systems}
             out.setdefault(suite, {})[half] = {
@@ -238,8 +238,9 @@ def forced_table(by_system: dict[str, dict]) -> str:
     return _table(head, (row(s, a) for s, a in by_system.items()))
 
 
-def unseen_table(by_system: dict[str, dict], word: str = "verbatim") -> str:
-    """Unseen values (``word``: "verbatim") or invented figures ("stated": in any written form)."""
+def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bool = False) -> str:
+    """Unseen values (``word``: "verbatim") or invented figures ("stated": in any written form);
+    with ``stutter`` the share of outputs that say a word twice in a row."""
     kinds = [k for k in next(iter(by_system.values()), {}) if k.startswith("verbatim_")]
     head = [
         "system",
@@ -249,6 +250,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim") -> str:
         "SER (real values)",
         "ratio",
         "faithful segments",
+        *(["stutters"] if stutter else []),
     ]
 
     def row(s: str, a: dict) -> list[str]:
@@ -261,6 +263,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim") -> str:
             _pct(a["ser_real"]),
             "n/a" if ratio is None else f"{ratio:.2f}x",
             _pct(a["faithful_share"]),
+            *([_pct(a["stutter"])] if stutter else []),
         ]
 
     return _table(head, (row(s, a) for s, a in by_system.items()))
@@ -325,9 +328,10 @@ def render(summary: dict) -> str:
         "long": ("Long inputs", long_table),
         "figures": ("Invented dates and numbers", lambda data: unseen_table(data, "stated")),
         "relations": ("Unseen relations", relations_table),
+        "closed": ("Values outside the closed sets", lambda data: unseen_table(data, stutter=True)),
     }
     parts = []
-    for suite in ("forced", "unseen", "long", "figures", "relations"):
+    for suite in ("forced", "unseen", "long", "figures", "relations", "closed"):
         for half, data in summary.get(suite, {}).items():
             title, fmt = titles[suite]
             table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)

@@ -81,6 +81,33 @@ def test_unseen_values_are_invented_and_checked_verbatim(e2e_run):
             assert ok == invented.states_verbatim(value, row["text"])
 
 
+def test_closed_sets_get_values_no_e2e_input_holds_and_are_checked_verbatim(e2e_run):
+    """``--suites closed`` (session 24): food, area and eatType take values outside their closed
+    sets, the same for every system of an input, and each is checked verbatim."""
+    systems, items, results = e2e_run
+    rows = results["closed"]
+    held = [i for i, it in enumerate(items) if {"food", "area", "eatType"} & {r.attribute for r in it.records}]
+    assert sorted({r["item"] for r in rows}) == held and len(rows) == 4 * len(held)
+    for row in rows:
+        orig = {r.attribute: r.value for r in items[row["item"]].records}
+        for kind, value, ok in row["verbatim"]:
+            assert value in invented.OPEN_VALUES[kind] and value != orig[kind]
+            assert ok == invented.states_verbatim(value, row["text"])
+        assert {k for k, _, _ in row["verbatim"]} == {"food", "area", "eatType"} & set(orig)
+    first = {r["item"]: r["records"] for r in rows if r["system"] == "none"}
+    assert all(r["records"] == first[r["item"]] for r in rows)
+    summary = stress.summarise(results, items, systems.names)["closed"]
+    text = stress.render({"closed": summary})
+    assert "**Values outside the closed sets," in text and "food verbatim" in text and "stutters" in text
+    # the dataset's known values: no E2E input holds an invented one
+    from segviz.faithfulness.e2e_rules import E2E_VALUES
+
+    assert all(v.lower() not in E2E_VALUES[a] for a, vs in invented.OPEN_VALUES.items() for v in vs)
+    recs = items[held[0]].records
+    assert invented.substitute_closed_e2e(recs, 0) == invented.substitute_closed_e2e(list(recs), 0)
+    assert len({tuple(invented.substitute_closed_e2e(recs, seed)) for seed in range(6)}) > 1
+
+
 def test_aggregate_on_hand_made_rows():
     seg = {"record_segments": 4, "faithful": 3, "null_segments": 1}
     rows = [
@@ -99,7 +126,7 @@ def test_aggregate_on_hand_made_rows():
 def test_summary_and_tables(e2e_run):
     systems, items, results = e2e_run
     summary = stress.summarise(results, items, systems.names)
-    assert set(summary) == {"forced", "unseen", "long"}
+    assert set(summary) == {"forced", "unseen", "long", "closed"}
     halves = {it.half for it in items}
     assert set(summary["long"]) == halves
     text = stress.render(summary)
@@ -310,7 +337,7 @@ def test_invented_figures_keep_the_shape_of_a_date_or_number():
     assert all(v != r.value for v, r in zip(values[:4], recs, strict=False))
     assert invented.invented_figures(recs, new) == [(i, k, values[i]) for i, k in
                                                     enumerate(["date", "number", "number", "number"])] + [(5, "date", values[5])]  # fmt: skip
-    assert invented.no_figures(recs) == recs
+    assert invented.unchanged(recs) == recs
 
 
 def test_figures_suite_counts_the_checker_s_verdict_on_each_invented_figure(tiny):
