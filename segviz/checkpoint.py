@@ -61,6 +61,7 @@ class Checkpoint:
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
         lexicon; by default the ones chosen for it on the tuning half (``lexicon.json``), else
         :data:`segviz.decode.DEFAULT_VALUE_RULES`."""
+        from segviz import datasets
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
@@ -68,7 +69,7 @@ class Checkpoint:
             return None
         return dataclasses.replace(
             rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words,
-            relation_words=self.relation_words,
+            relation_words=self.relation_words, closed=datasets.get(self.dataset).closed_values,
         )  # fmt: skip
 
     @property

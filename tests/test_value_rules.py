@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from segviz import checkpoint, lexicon
@@ -558,3 +560,29 @@ def test_numbers_says_a_number_no_more_often_than_the_input_holds_it(tiny):
                     (pg, lambda r: generate_pg(pg.model, pg.vocab, r, beam=2, rules=rules))):  # fmt: skip
         said = Counter(t.lower() for t in gen(recs).tokens)
         assert all(said[w] <= n for w, n in number_words(recs).items()), (ck.path, said)
+
+
+def test_open_says_a_value_outside_its_closed_set_whole(tiny_e2e):
+    """``open`` (session 24): an E2E value outside its attribute's closed set ("area[old town]",
+    "eatType[wine bar]") is said whole in its segment as an unseen name is, even in lower case;
+    off, it is not."""
+    from segviz.decode.rules import _phrases, open_value, value_rules
+    from segviz.faithfulness.e2e_rules import E2E_VALUES
+
+    seg, pg = tiny_e2e
+    recs = parse_e2e_mr("name[The Eagle], eatType[wine bar], area[old town], food[French], near[Riverside Lock]")
+    on = dataclasses.replace(value_rules("auto+open"), closed=E2E_VALUES)
+    off = dataclasses.replace(value_rules("auto"), closed=E2E_VALUES)
+    assert [open_value(r, on) for r in recs] == [False, True, True, False, False]
+    assert not any(open_value(r, off) for r in recs)
+    vocab = Vocab(["wine", "bar", "old", "town", "riverside", "centre", "city", "french", "pub", "eagle", "lock"])
+    must = _phrases(vocab, [], recs, on, values_only=True)
+    assert must[2] == [(vocab.stoi["wine"], vocab.stoi["bar"])] and must[3] == [(vocab.stoi["old"], vocab.stoi["town"])]
+    assert 2 not in _phrases(vocab, [], recs, off, values_only=True)
+    rules = seg.rules("auto+open")
+    for out in (generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, rules=rules), generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules)):
+        toks = [t.lower() for t in out.tokens]
+        for first, rest in (("wine", "bar"), ("old", "town")):
+            assert all(toks[i + 1 : i + 2] == [rest] for i, t in enumerate(toks) if t == first), out.text
+    said = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, rules=rules)
+    assert "old town" in said.text.lower() and "wine bar" in said.text.lower(), said.text

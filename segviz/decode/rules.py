@@ -363,10 +363,12 @@ class ValueRules:
     months: bool = False  # a month no date of the input holds is never said ("october" of 1827-11-26: session 21)
     doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
+    open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
     relation_words: dict = field(default_factory=dict)  # word -> attributes whose segments say it (segviz.lexicon.relation_words)
+    closed: dict = field(default_factory=dict)  # attribute -> its closed set of values (segviz.datasets: E2E's), for ``open``
 
     @cached_property
     def value_bigrams(self) -> dict[str, frozenset[str]]:
@@ -409,7 +411,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -666,14 +668,23 @@ def _phrases(
             unseen = any(t not in vocab.stoi for t in toks) or bool(  # a name the model has not learnt
                 rules.known and name_key(text) not in rules.known
             )
+            opened = text == r.value and open_value(r, rules)  # lower case too ("old town")
             if (
-                (unseen or seen_too)
+                (unseen or seen_too or opened)
                 and len(toks) >= (1 if values_only else 2)
-                and any(ch.isupper() for ch in text)
+                and (opened or any(ch.isupper() for ch in text))
             ):
                 ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
                 out.setdefault(k, []).append(ids)
     return out
+
+
+def open_value(r: Record, rules: ValueRules) -> bool:
+    """``rules.open``: whether ``r``'s value lies outside its attribute's closed set
+    (``rules.closed``: "food[Thai]", "area[old town]", "eatType[wine bar]" in E2E): such a value
+    is a name the model has not learnt, even in lower case."""
+    closed = rules.closed.get(r.attribute)
+    return bool(rules.open and closed and r.subject is None and r.value.strip().lower() not in closed)
 
 
 def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple]) -> list[int]:
