@@ -20,7 +20,7 @@ import re
 
 from segviz import datasets
 from segviz.data import Example
-from segviz.invented import NAMES, PLACES, figure_kind, new_figure
+from segviz.invented import NAMES, OPEN_VALUES, PLACES, figure_kind, new_figure
 from segviz.records import MONTHS, Record, entity_text, relation_words, tokenize
 
 _ONSETS = ("b", "br", "c", "ch", "cl", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "r", "s", "st",
@@ -145,6 +145,58 @@ def substitute_values(
         substitute_example(dataset, ex, rng, pool, abbreviations) if rng.random() < share else ex
         for ex in examples
     ]
+
+
+# ----------------------------------------------------------------------------- open values (session 24)
+# ``train --open-values p``: a share ``p`` of the E2E training examples get their ``food``, ``area``
+# and ``eatType`` values replaced by invented ones outside the closed sets, where the reference
+# says the value verbatim, so the model copies a cuisine, an area or a kind of venue that users
+# type ("food[Thai]", "area[old town]") instead of saying one of the seven foods it knows. The
+# values made here never equal a closed-set value or one of the stress suite's (``--suites closed``).
+
+_OPEN_FORMS = {"food": ("{A}", "{A}", "{A} {B}"), "area": ("{a}", "{a} {b}"), "eatType": ("{a}", "{a} {b}")}
+_CLOSED = {v.lower() for vs in OPEN_VALUES.values() for v in vs} | {
+    "english", "french", "italian", "japanese", "chinese", "indian", "fast food", "riverside", "city centre",
+    "coffee shop", "pub", "restaurant",
+}  # fmt: skip
+
+
+def random_value(rng: random.Random, attribute: str, pool: list[str] = ()) -> str:
+    """An invented value of ``attribute`` (E2E ``food``: "Brouthal"; ``area``, ``eatType``: lower
+    case, "krimor quay"), half its words drawn from ``pool`` (:func:`word_pool`)."""
+    while True:
+        a, b = _word(rng, pool), _word(rng, pool)
+        value = rng.choice(_OPEN_FORMS[attribute]).format(A=a, B=b, a=a.lower(), b=b.lower())
+        if value.lower() not in _CLOSED:
+            return value
+
+
+def open_values_example(ex: Example, rng: random.Random, pool: list[str] = ()) -> Example:
+    """``ex`` with each ``food`` / ``area`` / ``eatType`` value the reference says verbatim (and
+    none of whose words it says elsewhere) replaced by :func:`random_value`, records and
+    reference alike."""
+    table, target = {}, ex.target
+    names = {t for r in ex.records if r.attribute in ("name", "near") for t in _content(tokenize(r.value))}
+    for r in ex.records:
+        if r.attribute in _OPEN_FORMS:
+            new = random_value(rng, r.attribute, pool)
+            said = _replace(target, tokenize(r.value), tokenize(new), names)
+            if said is not None:
+                table[r.attribute], target = new, said
+    if not table:
+        return ex
+    records = [Record(r.attribute, table.get(r.attribute, r.value)) if r.subject is None else r for r in ex.records]
+    return Example(ex.key + "#open", records, target, ex.refs)
+
+
+def open_values(dataset: str, examples: list[Example], share: float, seed: int) -> list[Example]:
+    """A seeded share ``share`` of the E2E ``examples`` through :func:`open_values_example`
+    (WebNLG: unchanged, its values are open already)."""
+    if share <= 0 or dataset != "e2e":
+        return examples
+    venues = {t for ex in examples for r in ex.records if r.attribute in ("name", "near") for t in tokenize(r.value.lower())}
+    rng, pool = random.Random(f"open:{seed}"), [w for w in word_pool(examples) if w not in venues | _CLOSED]
+    return [open_values_example(ex, rng, pool) if rng.random() < share else ex for ex in examples]
 
 
 # ----------------------------------------------------------------------------- figures (session 21)

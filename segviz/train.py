@@ -78,6 +78,7 @@ class TrainConfig:
     clean_list: str = ""  # with clean: keep the references a recorded list names (scripts/clean_list.py), not today's checker's
     substitute: float = 0.0  # share of training examples with invented names (segviz.augment; 0 = the paper)
     abbreviations: bool = False  # invented names also with an abbreviation's full stop ("St. Brouthal"; segviz.augment)
+    open_values: float = 0.0  # share of E2E training examples with food / area / eatType outside the closed sets (segviz.augment; 0 = the paper)
     figures: float = 0.0  # share of WebNLG training examples with invented dates and numbers (segviz.augment; 0 = the paper)
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
     word_dropout: float = 0.0  # share of decoder input words replaced by <unk> while training (0 = the paper)
@@ -148,6 +149,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
         raise DataError(f"--figures takes a share in [0, 1] of WebNLG examples (E2E has no dates or free numbers), not {tcfg.figures}")
     if not 0.0 <= tcfg.relation_dropout < 1.0 or (tcfg.relation_dropout and tcfg.dataset != "webnlg"):
         raise DataError(f"--relation-dropout takes a share in [0, 1) of WebNLG records (E2E's eight attributes are all in training), not {tcfg.relation_dropout}")
+    if not 0.0 <= tcfg.open_values <= 1.0 or (tcfg.open_values and tcfg.dataset != "e2e"):
+        raise DataError(f"--open-values takes a share in [0, 1] of E2E examples (WebNLG's values are open already), not {tcfg.open_values}")
     if tcfg.val_half != "all":  # choices on the tune half only (the report half stays unseen)
         dev = [e for e in dev if half_of(e.records) == tcfg.val_half]
     dev = dev[: tcfg.max_val_examples or None]
@@ -159,6 +162,7 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     vocab = vocab or Vocab.build(train, min_freq=tcfg.min_freq)
     train = augment.substitute_values(tcfg.dataset, train, tcfg.substitute, tcfg.seed, tcfg.abbreviations)  # after the vocabulary
     train = augment.substitute_figures(train, tcfg.figures, tcfg.seed)
+    train = augment.open_values(tcfg.dataset, train, tcfg.open_values, tcfg.seed)
     mcfg = ModelConfig(**{**mcfg_overrides, "kind": tcfg.model, "vocab_size": len(vocab)})
     hidden = augment.relation_dropout(train, tcfg.relation_dropout, tcfg.seed)
     enc_train = [encode(vocab.hiding(h) if h else vocab, e.records, e.target) for e, h in zip(train, hidden, strict=True)]
@@ -239,7 +243,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     was_val_n = stored["train"].get("max_val_examples", 0)
     limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean, "clean_list": tcfg.clean_list or stored["train"].get("clean_list", ""),
-                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "relation_dropout": tcfg.relation_dropout, "val_half": half, **limits})
+                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "open_values": tcfg.open_values, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "relation_dropout": tcfg.relation_dropout, "val_half": half, **limits})
     new_list = tcfg.clean_list != stored["train"].get("clean_list", "")
     return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or new_list or half != was_half or tcfg.max_val_examples != was_val_n
 

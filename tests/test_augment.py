@@ -159,3 +159,27 @@ def test_relation_dropout_draws_records_by_seed_and_share():
                                             frozenset({"leader", "name", "country"})}  # fmt: skip
     share = sum("country" in h for h in drawn) / len(drawn)
     assert 0.22 < share < 0.38  # each record with probability 0.3
+
+
+def test_open_values_change_food_area_and_eat_type_in_records_and_reference_together():
+    """``train --open-values`` (session 24): food, area and eatType said verbatim get invented
+    values outside the closed sets, in the records and the reference alike; a value the reference
+    says otherwise ("by the river" for riverside) stays, and WebNLG is left alone."""
+    recs = parse_e2e_mr("name[The Eagle], eatType[coffee shop], food[French], area[riverside], near[Café Brazil]")
+    ex = _ex(recs, "The Eagle is a coffee shop serving French food in riverside, near Café Brazil.")
+    out = augment.open_values_example(ex, random.Random(0))
+    new = {r.attribute: r.value for r in out.records}
+    assert (new["name"], new["near"]) == ("The Eagle", "Café Brazil")
+    for a, old in (("eatType", "coffee shop"), ("food", "French"), ("area", "riverside")):
+        assert new[a] != old and new[a].lower() not in augment._CLOSED
+        assert " ".join(tokenize(new[a])) in " ".join(out.target)
+    assert not {"coffee", "french", "riverside"} & set(out.target)
+    river = _ex(parse_e2e_mr("name[The Eagle], area[riverside]"), "The Eagle is by the river.")
+    assert augment.open_values_example(river, random.Random(0)) is river
+    rng = random.Random(1)
+    made = [augment.random_value(rng, a) for a in ("food", "area", "eatType") for _ in range(200)]
+    assert not {m.lower() for m in made} & {v.lower() for vs in invented.OPEN_VALUES.values() for v in vs}
+    both = augment.open_values("e2e", [ex] * 40, 0.5, seed=0)
+    assert 5 < sum(e.key.endswith("#open") for e in both) < 35 and both == augment.open_values("e2e", [ex] * 40, 0.5, seed=0)
+    web = [_ex(parse_webnlg_triples(["A | country | Spain"]), "A is in Spain.")]
+    assert augment.open_values("webnlg", web, 1.0, seed=0) == web
