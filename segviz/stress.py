@@ -184,12 +184,19 @@ def run_unseen(
     dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
 ) -> list[dict]:
     """Every input with invented values, decoded by every system; which values are verbatim."""
-    sub = datasets.get(dataset).substitute
+    return _verbatim_rows(dataset, systems, items, datasets.get(dataset).substitute, seed, tick, every=True)
+
+
+def _verbatim_rows(
+    dataset: str, systems: Systems, items: list[DevItem], sub, seed: int, tick: Callable[[], None], every: bool = False
+) -> list[dict]:
+    """The inputs through ``sub`` (invented values), decoded by every system, with which invented
+    values each output says verbatim; inputs ``sub`` leaves as they are only with ``every``."""
     rows = []
     for i, it in enumerate(items):
         records = sub(it.records, seed)
         values = invented.invented_values(it.records, records)
-        for s in systems.names:
+        for s in systems.names if values or every else ():
             out = score(dataset, records, systems.decode(records, s), s)
             verbatim = [[kind, v, invented.states_verbatim(v, out["text"])] for kind, v in values]
             rows.append(
@@ -227,19 +234,7 @@ def run_closed(
     """Every E2E input with ``food``, ``area`` or ``eatType``, those given values outside their
     closed sets (:func:`segviz.invented.substitute_closed_e2e`: "food[Thai]"), decoded by every
     system; which values are said verbatim (session 24). WebNLG has no rows."""
-    sub = datasets.get(dataset).closed
-    rows = []
-    for i, it in enumerate(items):
-        records = sub(it.records, seed)
-        values = invented.invented_values(it.records, records)
-        for s in systems.names if values else ():
-            out = score(dataset, records, systems.decode(records, s), s)
-            verbatim = [[kind, v, invented.states_verbatim(v, out["text"])] for kind, v in values]
-            rows.append(
-                {"item": i, "system": s, "records": [r.label for r in records], "verbatim": verbatim, **out}
-            )
-        tick()
-    return rows
+    return _verbatim_rows(dataset, systems, items, datasets.get(dataset).closed, seed, tick)
 
 
 def run_relations(
