@@ -97,8 +97,8 @@ def test_fillers_let_plus_r_end_like_the_free_text(e2e_seg):
     """+R forbade the model's habit of closing with a segment of an already said record
     ("... 5 out of 5" [name: "."]): with ``fillers`` such a segment may say function words and
     punctuation only, and +R keeps the free text here."""
-    records = parse_e2e_mr(
-        "name[Browns Cambridge], eatType[coffee shop], food[Chinese], customer rating[5 out of 5], "
+    records = parse_e2e_mr(  # a dev input where session 24's weights do so (session 9's: food[Chinese])
+        "name[Browns Cambridge], eatType[coffee shop], food[English], customer rating[5 out of 5], "
         "area[city centre], familyFriendly[yes], near[Crowne Plaza Hotel]"
     )
     gen = lambda c, r: decode.generate_seg(e2e_seg.model, e2e_seg.vocab, records, c, rules=e2e_seg.rules(r))  # noqa: E731
@@ -118,9 +118,9 @@ def test_fillers_let_plus_r_end_like_the_free_text(e2e_seg):
 def test_paraphrases_stop_plus_rm_repeating_a_price(e2e_seg):
     """"moderately priced coffee shop" said priceRange inside eatType's segment; +RM asked for it
     again ("... and is in the moderate price range"). With ``paraphrases`` it counts as said."""
-    records = parse_e2e_mr(
-        "name[The Lantern Fish], eatType[coffee shop], food[English], priceRange[moderate], "
-        "customer rating[1 out of 5], familyFriendly[no]"
+    records = parse_e2e_mr(  # a dev input where session 24's weights do so (session 9's: The Lantern Fish)
+        "name[Cotto], eatType[coffee shop], food[English], priceRange[moderate], "
+        "customer rating[1 out of 5], area[city centre], near[The Portland Arms]"
     )
     out = {}
     for name in ("auto", "auto+paraphrases", "auto+fillers+paraphrases"):
@@ -510,9 +510,9 @@ def test_rerank_switch_decodes_the_checkers_pick(e2e_seg):
     from segviz.rerank import faults
 
     records = parse_e2e_mr(
-        "name[Browns Cambridge], eatType[coffee shop], food[English], customer rating[average], "
-        "area[city centre], familyFriendly[yes], near[Crowne Plaza Hotel]"
-    )  # an input where the shipped model's best under this plan has a fault (session 9's weights)
+        "name[Browns Cambridge], eatType[coffee shop], food[Chinese], customer rating[3 out of 5], "
+        "area[riverside], familyFriendly[yes], near[Crowne Plaza Hotel]"
+    )  # a dev input where the shipped model's best under this plan has a fault (session 24's weights)
     plan = list(range(len(records), 0, -1))
     kw = dict(plan=plan)
     nbest = decode.generate_seg_nbest(e2e_seg.model, e2e_seg.vocab, records, "rm", 5, rules=e2e_seg.rules("auto"), **kw)
