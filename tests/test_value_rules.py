@@ -586,3 +586,21 @@ def test_open_says_a_value_outside_its_closed_set_whole(tiny_e2e):
             assert all(toks[i + 1 : i + 2] == [rest] for i, t in enumerate(toks) if t == first), out.text
     said = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, rules=rules)
     assert "old town" in said.text.lower() and "wine bar" in said.text.lower(), said.text
+
+
+def test_an_e2e_value_with_underscores_is_a_name_as_the_encoder_read_it(tiny_e2e):
+    """``food[_Thai_]`` crashed the Playground and the Plan editor (``'thai' is not in list``): the
+    names rule read an E2E value with its underscores as spaces, the encoder as typed. Both read it
+    as typed now (a WebNLG entity's underscores stay spaces), and a name the encoder did not read
+    word for word is no phrase."""
+    from segviz.decode.rules import _name_words
+    from segviz.records import Record
+
+    assert _name_words(Record("food", "_Thai_"), "_Thai_") == tokenize("_Thai_")
+    assert _name_words(Record("country", "The_Quiet_Walrus", "X"), "The_Quiet_Walrus") == ["quiet", "walrus"]
+    seg, pg = tiny_e2e
+    recs = parse_e2e_mr("name[_Thai_], eatType[wine_bar], food[x_y], area[snake_case_food]")
+    for rules in (seg.rules("auto"), seg.rules("auto+open")):
+        for c in ("none", "r", "rm"):
+            assert generate_seg(seg.model, seg.vocab, recs, c, beam=2, rules=rules).tokens
+        assert generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules).tokens

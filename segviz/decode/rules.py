@@ -663,8 +663,7 @@ def _phrases(
     out: dict[int, list[tuple]] = {}
     for k, r in enumerate(records, 1):
         for text in (r.value,) if values_only else (r.value, r.subject or ""):
-            toks = tokenize(text.replace("_", " ").strip().strip('"'))
-            toks = toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
+            toks = _name_words(r, text)
             unseen = any(t not in vocab.stoi for t in toks) or bool(  # a name the model has not learnt
                 rules.known and name_key(text) not in rules.known
             )
@@ -674,9 +673,19 @@ def _phrases(
                 and len(toks) >= (1 if values_only else 2)
                 and (opened or any(ch.isupper() for ch in text))
             ):
-                ids = tuple(vocab.stoi[t] if t in vocab.stoi else len(vocab) + oov.index(t) for t in toks)
-                out.setdefault(k, []).append(ids)
+                ids = tuple(_ext_id(vocab, oov, t) for t in toks)
+                if None not in ids:  # every word is one the encoder read
+                    out.setdefault(k, []).append(ids)
     return out
+
+
+def _name_words(r: Record, text: str) -> list[str]:
+    """The words of ``text`` (a value or subject of ``r``) as the encoder read them, from its first
+    content word ("The Quiet Walrus" -> quiet walrus): a WebNLG entity with its underscores as
+    spaces, an E2E value as typed ("food[_Thai_]" is one word, "_thai_")."""
+    text = text.replace("_", " ") if r.subject is not None else text
+    toks = tokenize(text.strip().strip('"'))
+    return toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
 
 
 def open_value(r: Record, rules: ValueRules) -> bool:
