@@ -594,10 +594,9 @@ def test_an_e2e_value_with_underscores_is_a_name_as_the_encoder_read_it(tiny_e2e
     as typed now (a WebNLG entity's underscores stay spaces), and a name the encoder did not read
     word for word is no phrase."""
     from segviz.decode.rules import _name_words
-    from segviz.records import Record
 
-    assert _name_words(Record("food", "_Thai_"), "_Thai_") == tokenize("_Thai_")
-    assert _name_words(Record("country", "The_Quiet_Walrus", "X"), "The_Quiet_Walrus") == ["quiet", "walrus"]
+    assert _name_words("_Thai_", entity=False) == tokenize("_Thai_")
+    assert _name_words("The_Quiet_Walrus", entity=True) == ["quiet", "walrus"]
     seg, pg = tiny_e2e
     recs = parse_e2e_mr("name[_Thai_], eatType[wine_bar], food[x_y], area[snake_case_food]")
     for rules in (seg.rules("auto"), seg.rules("auto+open")):

@@ -651,19 +651,21 @@ def _phrases(
     rules: ValueRules | None,
     values_only: bool = False,
     seen_too: bool = False,
+    entities: bool = False,
 ) -> dict[int, list[tuple]]:
     """Record id (1..K) -> extended-id sequences of its unseen proper names (``rules.names``): its
     capitalised value and WebNLG subject when a word of it is out of the vocabulary or (with the
     training names ``rules.known``) the name is not one of them, from their
     first content word ("The Quiet Walrus" -> quiet walrus: "the" begins too much). Names of 2+
     tokens only, or with ``values_only`` (the names a segment must say) the value alone.
-    ``seen_too`` (under a forced plan, where every segment must say its own record): every name."""
+    ``seen_too`` (under a forced plan, where every segment must say its own record): every name.
+    ``entities``: the records are WebNLG entities even without a subject (:func:`_subject_phrases`)."""
     if not rules or not rules.names:
         return {}
     out: dict[int, list[tuple]] = {}
     for k, r in enumerate(records, 1):
         for text in (r.value,) if values_only else (r.value, r.subject or ""):
-            toks = _name_words(r, text)
+            toks = _name_words(text, entities or r.subject is not None)
             unseen = any(t not in vocab.stoi for t in toks) or bool(  # a name the model has not learnt
                 rules.known and name_key(text) not in rules.known
             )
@@ -679,11 +681,11 @@ def _phrases(
     return out
 
 
-def _name_words(r: Record, text: str) -> list[str]:
-    """The words of ``text`` (a value or subject of ``r``) as the encoder read them, from its first
-    content word ("The Quiet Walrus" -> quiet walrus): a WebNLG entity with its underscores as
-    spaces, an E2E value as typed ("food[_Thai_]" is one word, "_thai_")."""
-    text = text.replace("_", " ") if r.subject is not None else text
+def _name_words(text: str, entity: bool) -> list[str]:
+    """The words of a value or subject as the encoder read them, from its first content word
+    ("The Quiet Walrus" -> quiet walrus): a WebNLG ``entity`` with its underscores as spaces, an
+    E2E value as typed ("food[_Thai_]" is one word, "_thai_")."""
+    text = text.replace("_", " ") if entity else text
     toks = tokenize(text.strip().strip('"'))
     return toks[next((i for i, t in enumerate(toks) if not is_function_word(t)), len(toks)) :]
 
@@ -714,7 +716,7 @@ def _subject_phrases(
     out = {}
     for k, r in enumerate(subjects, 1):
         if r is not None:
-            ps = _phrases(vocab, oov, [r], rules, values_only=True, seen_too=seen_too).get(1)
+            ps = _phrases(vocab, oov, [r], rules, values_only=True, seen_too=seen_too, entities=True).get(1)
             if ps:
                 out[k] = ps[0]
     return out
