@@ -80,7 +80,7 @@ picked_attributes = c2.multiselect("Attributes", attributes, default=[], key="in
                                    placeholder="all attributes")
 rows = [r for r in rows if r["kind"] in kinds and (not picked_attributes or service.attribute_of(r["record"]) in picked_attributes)]
 n_flagged = len({r["case"] for r in rows})
-st.markdown(f"**{len(rows)} flags in {n_flagged} of {len(cases)} cases.** Click a column header to sort; select a row to open the case.")
+st.markdown(f"**{service.flag_summary(len(rows), n_flagged, len(cases))}** Click a column header to sort; select a row to open the case.")
 
 
 def _open_row() -> None:

@@ -47,6 +47,11 @@ def flag_intro(dataset: str) -> str:
     return text + ("; and " + _FLAG_WORDS["other relation"] if "other relation" in kinds else "") + "."
 
 
+def flag_summary(n_flags: int, n_flagged: int, n_cases: int) -> str:
+    """The count over the flag table: "1 flag in 1 of 1 case.", "3 flags in 2 of 10 cases."."""
+    return f"{n_flags} flag{'' if n_flags == 1 else 's'} in {n_flagged} of {n_cases} case{'' if n_cases == 1 else 's'}."
+
+
 class OutputFileError(ValueError):
     """An uploaded system-output file cannot be read; the message names the line."""
 

@@ -101,7 +101,7 @@ def unknown_words_warning(ck: Checkpoint | None, records: Sequence[Record]) -> l
     unknown = _unknown_words(ck, records)
     if not unknown:
         return []
-    shown = ", ".join(unknown[:12]) + (" …" if len(unknown) > 12 else "")
+    shown = ", ".join(w if len(w) <= 40 else w[:40] + "…" for w in unknown[:12]) + (" …" if len(unknown) > 12 else "")
     return [f"Words the models have never seen (they can only be copied from the input): {shown}"] + _unread_relations(ck, records, set(unknown))
 
 

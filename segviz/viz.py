@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from segviz.records import Record, restore_case
+from segviz.records import _TOKEN, Record, restore_case
 from segviz.result import GenerationResult
 
 __all__ = [
@@ -74,7 +74,8 @@ def display_tokens(
     casing = {}
     for r in records:
         for text in (r.value, r.subject or ""):
-            for w in _WORD.findall(text.replace("_", " ")):
+            text = text.replace("_", " ")
+            for w in _WORD.findall(text) + _TOKEN.findall(text):  # and as tokenised: "Mary's" is one token
                 if w != w.lower():
                     casing.setdefault(w.lower(), w)
     whole = restore_case(list(tokens), list(records)) if cased is None else []

@@ -161,7 +161,7 @@ def test_inspector_without_dev_data_uses_bundled(env):
     at.radio(key="sidebar_dataset").set_value("webnlg").run()
     at.number_input(key="insp_n").set_value(1)
     at.button(key="insp_run").click().run()  # a WebNLG run of its own
-    assert not at.exception and any(m.value.endswith("of 1 cases.** Click a column header to sort; select a row to "
+    assert not at.exception and any(m.value.endswith("of 1 case.** Click a column header to sort; select a row to "
                                                      "open the case.") for m in at.markdown)  # fmt: skip
     at.radio(key="sidebar_dataset").set_value("e2e").run()  # back: the E2E run is kept, not dropped
     assert not at.exception

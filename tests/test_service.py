@@ -312,3 +312,19 @@ def test_unread_relations_get_their_own_advice(tiny):
     assert not [w for w in service.unknown_words_warning(seg, known) if w.startswith("Relations")]
     e2e = load(tiny / "e2e-seg")
     assert not [w for w in service.unknown_words_warning(e2e, [Record("discoverer", "Walter Baade")]) if w.startswith("Relations")]
+
+
+def test_an_unseen_word_is_cut_in_the_warning(tiny):
+    """A 2,000-character value was printed whole in the unseen-words warning: each word is cut at
+    40 characters there."""
+    e2e = load(tiny / "e2e-seg")
+    long_word = "z" * 2000
+    (warning,) = service.unknown_words_warning(e2e, [Record("name", "The Eagle"), Record("food", long_word)])
+    assert "z" * 40 + "…" in warning and "z" * 41 not in warning and len(warning) < 200
+
+
+def test_the_flag_count_says_one_flag_and_one_case():
+    """"1 flags in 1 of 1 cases." read wrong; the count takes the singular where it is one."""
+    assert service.flag_summary(1, 1, 1) == "1 flag in 1 of 1 case."
+    assert service.flag_summary(0, 0, 1) == "0 flags in 0 of 1 case."
+    assert service.flag_summary(3, 2, 10) == "3 flags in 2 of 10 cases."

@@ -95,6 +95,16 @@ def test_display_tokens_case_a_function_word_only_inside_a_whole_value():
     assert viz.display_text(tokens, records) == text
 
 
+def test_display_tokens_case_a_word_with_an_apostrophe():
+    """"Saint Mary's Church" was shown "Saint mary's Church": the casing read "Mary" and "s" as
+    two words, the tokens hold "mary's" as one."""
+    from segviz.records import parse_e2e_mr, tokenize
+
+    records = parse_e2e_mr("name[The Golden Lotus], near[Saint Mary's Church]")
+    tokens = tokenize("the golden lotus is a pub . saint mary's church is near .")
+    assert viz.display_text(tokens, records) == "The Golden Lotus is a pub. Saint Mary's Church is near."
+
+
 def test_display_text_cases_a_value_s_words_where_the_text_leaves_out_its_dots():
     """What Annotate stores for our systems: the Playground's casing, not the whole-value-only
     casing of the decoder's text ("b m reddy" for "B._M._Reddy")."""
