@@ -133,10 +133,11 @@ if request is None or request[0] != dataset:
 
 seg_key = ui.checkpoint_key(dataset, "seg")
 cmp = ui.compare(*request, seg_key, ui.checkpoint_key(dataset, "pg"))
-ui.show_messages(cmp.warnings)
 current = (dataset, service.records_to_param(parsed.records), constraints, int(beam), guided) if parsed is not None else None
 stale = current != tuple(request)
-if stale:
+if not stale:  # the warnings of the records shown; edited records bring their own (above)
+    ui.show_messages(cmp.warnings)
+else:
     st.warning(
         "The records or settings have changed since this output was generated: it is greyed out. "
         "Press **Generate** to update it."

@@ -146,6 +146,19 @@ def test_bad_records_show_error_not_traceback(env, rows, message):
     assert not any('class="segviz-text"' in m.value for m in at.markdown)  # nothing generated
 
 
+def test_an_invalid_edit_does_not_leave_the_old_outputs_warning_up(env):
+    """The unseen-words warning of the output shown stayed up, not greyed, beside the error of an
+    invalid edit made after it; it goes with the edit (the greyed output keeps its own notice)."""
+    rows = [{"attribute": "name", "value": "Zyxwv Quortle"}, {"attribute": "eatType", "value": "pub"}]
+    at = _generate(_app(), rows)
+    assert any("never seen" in w.value for w in at.warning)
+    at.session_state["playground_rows"] = [{"attribute": "name", "value": "  "}]
+    at.run()
+    assert not at.exception and any("value is blank" in html_lib.unescape(e.value) for e in at.error)
+    assert not any("never seen" in w.value for w in at.warning)
+    assert any("greyed out" in w.value for w in at.warning)
+
+
 def test_hostile_and_non_ascii_values_render_literally(env):
     rows = [{"attribute": "name", "value": "<script>alert(1)</script> $5 **x**"},
             {"attribute": "food", "value": "Café £"}, {"attribute": "wifi", "value": "yes"}]  # fmt: skip
