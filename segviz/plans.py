@@ -67,7 +67,7 @@ class PlanOverview:
             return None
         were = "was" if self.sampled == 1 else "were"
         beam = self.sampled - self.sampled_new
-        return (f"{self.asked} sampled plans were asked for; {self.sampled} {were} distinct"
+        return (f"This list samples {self.asked} plans from the transition model; {self.sampled} {were} distinct"
                 + (f", and {beam} of them {'is' if beam == 1 else 'are'} already a plan of the beam (listed as such)"
                    if beam else "") + ".")
 

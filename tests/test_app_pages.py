@@ -115,7 +115,7 @@ def test_plan_editor_own_plan_nbest_diff_and_stale(env):
     note = own.sampling_note()  # fewer sampled rows than asked for: where they went
     assert (note is None) == (own.sampled_new == own.asked)
     if note:
-        assert any(i.value == note for i in at.info) and f"{own.asked} sampled plans were asked for" in note
+        assert any(i.value == note for i in at.info) and f"samples {own.asked} plans from the transition model" in note
     # use the last listed plan, then force a reversed plan: old and new side by side with a word diff
     last = rows[-1]
     at.button(key=f"plan_use_{last['rank']}").click().run()

@@ -59,7 +59,8 @@ def test_the_sampling_note_says_where_the_missing_sampled_rows_went(seg):
     assert overview.sampled_new == sum(r["source"] == "sampled, forced" for r in rows) <= overview.sampled
     own = overview.own
     note = plans.PlanOverview(own, overview.plan, [own], 4, 1, beam=[own], sampled_new=0).sampling_note()
-    assert note == "4 sampled plans were asked for; 1 was distinct, and 1 of them is already a plan of the beam (listed as such)."
+    assert note == ("This list samples 4 plans from the transition model; 1 was distinct, and 1 of them is already a "
+                    "plan of the beam (listed as such).")
     assert plans.PlanOverview(own, overview.plan, [own], 4, 3, sampled_new=3).sampling_note() == \
-        "4 sampled plans were asked for; 3 were distinct."
+        "This list samples 4 plans from the transition model; 3 were distinct."
     assert plans.PlanOverview(own, overview.plan, [own], 2, 2, sampled_new=2).sampling_note() is None
