@@ -49,6 +49,7 @@ seg, seg_error = ui.get_checkpoint(dataset, "seg")
 if seg is None:
     ui.error(seg_error)
     st.stop()
+ui.show_messages(service.input_warnings(dataset, records, seg))  # as the Playground warns of these records
 
 
 beam = int(st.session_state.get("plan_beam", 5))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from segviz import service
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
-from segviz.records import parse_e2e_mr
+from segviz.records import Record, parse_e2e_mr
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN, INSPECTOR, RESULTS = (str(ROOT / "pages" / p) for p in ("1_Plan_editor.py", "2_Hallucination_inspector.py", "3_Results.py"))
@@ -144,6 +145,18 @@ def test_plan_editor_bad_link_and_missing_model(env, tmp_path, monkeypatch):
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "empty"))
     at = _run(PLAN, dataset="webnlg")
     assert any("No usable Segment model (ours) checkpoint for webnlg" in e.value for e in at.error)
+
+
+def test_plan_editor_warns_of_its_records_as_the_playground_does(env):
+    """An unknown attribute or an unseen word was warned of on the Playground only; the Plan
+    editor shows the same warnings for the records it plans."""
+    records = [Record("name", "Zyxwv Quortle"), Record("wifi", "free")]
+    at = _run(PLAN, dataset="e2e", records=service.records_to_param(records))
+    shown = [html.unescape(w.value) for w in at.warning]
+    assert any("'wifi' is not an E2E attribute" in w for w in shown), shown
+    assert any("never seen" in w for w in shown), shown
+    plain = EXAMPLES["e2e"]["The Golden Lantern (4 slots)"]
+    assert not any("not an E2E attribute" in w.value for w in _run(PLAN, dataset="e2e", records=service.records_to_param(plain)).warning)
 
 
 # ----- Hallucination inspector ----------------------------------------------------------------------------
