@@ -35,16 +35,19 @@ def _rng(records: list[Record], seed: int) -> random.Random:
 def substitute_e2e(records: list[Record], seed: int = 0) -> list[Record]:
     """``records`` with ``name`` from :data:`NAMES` and ``near`` from :data:`PLACES`."""
     rng = _rng(records, seed)
-    pools = {"name": rng.choice(NAMES), "near": rng.choice(PLACES)}
-    return [Record(r.attribute, pools[r.attribute]) if r.attribute in pools else r for r in records]
+    return _with_values(records, {"name": rng.choice(NAMES), "near": rng.choice(PLACES)})
+
+
+def _with_values(records: list[Record], values: dict[str, str]) -> list[Record]:
+    """``records`` with the value of each attribute in ``values`` replaced (E2E)."""
+    return [Record(r.attribute, values[r.attribute]) if r.attribute in values else r for r in records]
 
 
 def substitute_closed_e2e(records: list[Record], seed: int = 0) -> list[Record]:
     """``records`` with ``food``, ``area`` and ``eatType`` from :data:`OPEN_VALUES`: values a user
     types ("food[Thai]") that no E2E input holds, each attribute drawn from its own list."""
     rng = _rng(records, seed)
-    pools = {a: rng.choice(vs) for a, vs in OPEN_VALUES.items()}
-    return [Record(r.attribute, pools[r.attribute]) if r.attribute in pools else r for r in records]
+    return _with_values(records, {a: rng.choice(vs) for a, vs in OPEN_VALUES.items()})
 
 
 def unchanged(records: list[Record], seed: int = 0) -> list[Record]:
