@@ -210,9 +210,9 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
 def restore_case(tokens: list[str], records: list[Record]) -> list[str]:
     """Replace lower-cased occurrences of cased record values (whole) by their cased tokens."""
     phrases = []
-    for r in records:
-        for text in (r.value, r.subject or ""):
-            cased = _TOKEN.findall(entity_text(text))
+    for r in records:  # a value as typed (E2E's "_Thai_", which its encoder reads so) and as a WebNLG entity
+        for text in dict.fromkeys((r.value, entity_text(r.value), r.subject or "", entity_text(r.subject or ""))):
+            cased = _TOKEN.findall(text)
             if cased and any(w != w.lower() for w in cased):
                 phrases.append(([w.lower() for w in cased], cased))
     phrases.sort(key=lambda p: -len(p[0]))  # longest first

@@ -66,6 +66,14 @@ def test_tokenise_and_detokenise():
     assert detokenize(toks, rs) == "The Vaults is a family-friendly pub near Café Adriatic. It costs £20-25."
 
 
+def test_a_value_with_underscores_gets_its_case_back_as_typed():
+    """Session 25: E2E reads "food[_Thai_]" as typed ("_thai_"), and the text said "_thai_"."""
+    rs = parse_e2e_mr("name[Blue Spice], food[_Thai_]")
+    assert detokenize(tokenize("blue spice serves _thai_ food ."), rs) == "Blue Spice serves _Thai_ food."
+    webnlg = parse_webnlg_triples(["Alan_Bean | birthPlace | Wheeler,_Texas"])
+    assert detokenize(tokenize("alan bean was born in wheeler , texas ."), webnlg) == "Alan Bean was born in Wheeler, Texas."
+
+
 def test_a_number_with_an_exponent_is_one_token():
     """Session 22: "4.34192e+07" (WebNLG's celestial bodies) is one word, copied whole, not
     "4.34192 e + 07"; a number before a word stays apart ("3 rd", "2014 e")."""
