@@ -57,6 +57,7 @@ MIN_RATE = 0.05  # min share of references that say it when their input holds th
 MIN_SUPPORT = 20  # features held by fewer training inputs are not learnt (tok: features excepted)
 NULL = ("", "")  # the null record's key in segment counts; "" in SegmentWords: the words null segments never say
 SEGMENT_LIFT = 10  # a segment word is said this many times more often of its values than of any other
+ATTRIBUTE_LIFT = 2.0  # ... and by its attribute's segments this many times more often than by other records' (0: off)
 
 Lexicon = dict[str, frozenset[str]]  # word -> features it states
 SegmentWords = dict[str, dict[str, frozenset[str]]]  # attribute -> word -> the values its segments say it of
@@ -170,27 +171,60 @@ def _aligned_counts(model, vocab, examples: list[Example], batch_size: int = 64)
 
 
 def segment_words(
-    model, vocab, examples: list[Example], threshold: float = THRESHOLD, min_rate: float = MIN_RATE
+    model,
+    vocab,
+    examples: list[Example],
+    threshold: float = THRESHOLD,
+    min_rate: float = MIN_RATE,
+    attribute_lift: float = ATTRIBUTE_LIFT,
 ) -> SegmentWords:
     """Attribute -> word -> values: a content word belongs to the values of an attribute whose
     segments say it in at least ``min_rate`` of them (and ``MIN_SUPPORT`` segments), when the
     segments of every other value of that attribute say it in under ``threshold`` of theirs and
-    ``SEGMENT_LIFT`` times less often (add-one counts) than the least of its own. Under ``""``:
-    the words null segments never say (of the segments that say a word said ``MIN_SUPPORT``
-    times or more, under ``threshold`` are null ones), each with no values."""
-    return _segment_words(*_aligned_counts(model, vocab, examples)[:2], threshold, min_rate)
+    ``SEGMENT_LIFT`` times less often (add-one counts) than the least of its own, and (session
+    25, ``attribute_lift``; 0 is off) the attribute's segments say it at least that many times
+    as often as the other records' segments (:func:`_attribute_words`). Under ``""``: the words
+    null segments never say (of the segments that say a word said ``MIN_SUPPORT`` times or
+    more, under ``threshold`` are null ones), each with no values."""
+    return _segment_words(*_aligned_counts(model, vocab, examples)[:2], threshold, min_rate, attribute_lift)
 
 
-def _segment_words(n_seg: Counter, n_word: Counter, threshold: float, min_rate: float) -> SegmentWords:
+def _segment_words(
+    n_seg: Counter, n_word: Counter, threshold: float, min_rate: float, attribute_lift: float = ATTRIBUTE_LIFT
+) -> SegmentWords:
     """:func:`segment_words` from the Viterbi counts of :func:`_aligned_counts`."""
     values: dict[str, list[str]] = {}
     for a, v in n_seg:
         if (a, v) != NULL:
             values.setdefault(a, []).append(v)
+    ours = _attribute_words(n_seg, n_word, attribute_lift)
     out: SegmentWords = {"": _null_never(n_word, threshold)}
     for a, w in sorted({(key[0], w) for key, w in n_word if key != NULL}):  # each attribute's word once
-        if vs := _values_of(a, w, values[a], n_seg, n_word, (threshold, min_rate)):
+        if (a, w) in ours and (vs := _values_of(a, w, values[a], n_seg, n_word, (threshold, min_rate))):
             out.setdefault(a, {})[w] = vs
+    return out
+
+
+def _attribute_words(n_seg: Counter, n_word: Counter, lift: float) -> set[tuple[str, str]]:
+    """The ``(attribute, word)`` pairs whose attribute's segments say the word, per segment, at
+    least ``lift`` times as often as the other records' segments (null ones aside): "located",
+    said alike in the segments of names, foods and venues, is no word of a name, and "coffee
+    shop", which the eatType's segments say, no word of a food that coffee shops serve
+    (session 25: "Located near Burger King …, is a … place called '." stated
+    ``name[Alimentum]`` by "located"). Every pair when ``lift`` is 0."""
+    segs, said, words = Counter(), Counter(), Counter()
+    for (a, _), n in n_seg.items():
+        segs[a] += n if a else 0
+    for ((a, _), w), n in n_word.items():
+        if a:
+            said[a, w] += n
+            words[w] += n
+    total = sum(segs.values())
+    out = set()
+    for (a, w), n in said.items():
+        others = (words[w] - n) / max(total - segs[a], 1)  # rate in the other records' segments
+        if lift <= 0 or n / segs[a] >= lift * others:
+            out.add((a, w))
     return out
 
 
@@ -341,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoint's own alignment of the training references (segment models; the values rule)",
     )
     p.add_argument(
+        "--attribute-lift", type=float, default=ATTRIBUTE_LIFT,
+        help="with --segments: a segment word's attribute's segments say it this many times as often "
+        "as the other records' segments (0: off, the lexicons before session 25)",
+    )
+    p.add_argument(
         "--relations", action="store_true",
         help="also learn which attributes' segments say each word, by the checkpoint's own alignment "
         "of the training references (segment models; the relations switch)",
@@ -373,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    segs = _segment_words(*counts[:2], args.threshold, args.min_rate) if args.segments else None
+    segs = _segment_words(*counts[:2], args.threshold, args.min_rate, args.attribute_lift) if args.segments else None
     rels = relation_words(counts[0], counts[2], args.threshold, args.min_rate) if args.relations else None
     out = {
         "dataset": dataset,
@@ -383,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "train_references": len(examples),
         **({"clean": True} if args.clean else {}),
         **({"value_rules": args.value_rules} if args.value_rules else {}),
+        **({"attribute_lift": args.attribute_lift} if args.segments else {}),
         **({"segments": {a: {w: sorted(vs) for w, vs in ws.items()} for a, ws in segs.items()}} if segs else {}),
         "names": known_names(examples),
         "words": {w: sorted(fs) for w, fs in words.items()},

@@ -295,6 +295,25 @@ def test_segment_words_and_null_words_from_aligned_counts():
     assert set(lexicon._null_never(words, 0.01)) == {"low", "rating", "located"}  # "there" is a null word
 
 
+def test_a_word_every_attribute_says_is_no_segment_word():
+    """Session 25: "located", which the segments of names and foods say alike, stated
+    ``name[Alimentum]`` under ``stating`` ("… is a … place called '."); a word the attribute's
+    segments say under ATTRIBUTE_LIFT times as often as the other records' is none of its values'."""
+    from collections import Counter
+
+    seg = Counter({("name", f"n{i}"): 1000 for i in range(3)} | {("food", "french"): 1000, ("food", "english"): 1000})
+    words = Counter({(("name", "n0"), "located"): 100, (("name", "n2"), "located"): 100,
+                     (("food", "french"), "located"): 150, (("food", "french"), "french"): 900,
+                     (("name", "n1"), "french"): 30, (("name", "n0"), "n0"): 900})  # fmt: skip
+    out = lexicon._segment_words(seg, words, 0.01, 0.05)
+    assert "located" not in out["name"] and "located" not in out["food"]  # 6.7% of name segments, 7.5% of food's
+    assert out["food"]["french"] == {"french"} and out["name"]["n0"] == {"n0"}
+    off = lexicon._segment_words(seg, words, 0.01, 0.05, attribute_lift=0)  # the lexicons before session 25
+    assert off["name"]["located"] == {"n0", "n2"} and off["food"]["located"] == {"french"}
+    assert ("name", "located") in lexicon._attribute_words(seg, words, 0.8)
+    assert ("name", "located") not in lexicon._attribute_words(seg, words, 1.0)
+
+
 def test_relation_words_from_aligned_counts():
     """A word is a relation word when the attributes whose segments often say it, of two values or
     more, hold 90% of its record segments (three such attributes at most); it may be said by
