@@ -212,6 +212,23 @@ def test_shipped_rm_realises_every_record_per_segment(shipped, examples):
     assert len(unowned) <= 1 and all(labels == ["familyFriendly[yes]"] for labels, _ in unowned.values()), unowned
 
 
+def test_shipped_rm_says_the_name_in_its_own_segment(shipped):
+    """Session 25: the shipped lexicon made "located" a segment word of 33 of 34 training names,
+    so under ``stating`` a name segment could end on "located near" and +RM wrote "Located near
+    Burger King in the riverside area, is a child friendly, and averagely rated place called '."
+    (a report-half dev input without an eatType). With ``lexicon --attribute-lift`` the name is
+    said, and by the name's own segment."""
+    from segviz.faithfulness import check
+    from segviz.records import parse_e2e_mr
+
+    assert "located" not in shipped.rules().segment_words.get("name", {})
+    records = parse_e2e_mr("name[Alimentum], area[riverside], familyFriendly[yes], near[Burger King]")
+    r = generate_seg(shipped.model, shipped.vocab, records, "rm", beam=5, rules=shipped.rules())
+    assert check("e2e", records, r.text).errors == 0, r.text
+    first = [r.tokens[a:b] for a, b, k in r.segments if k == 1][0]
+    assert "alimentum" in first, (r.text, r.segments)
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)
