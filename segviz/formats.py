@@ -25,6 +25,29 @@ class InputError(ValueError):
     """An input file that cannot be read as E2E CSV or WebNLG XML."""
 
 
+def csv_rows(reader, error: type[Exception]):
+    """The rows of a :mod:`csv` reader, where a ``csv.Error`` (a cell over the field size limit,
+    a carriage return inside an unquoted cell) raises ``error`` naming the line and the fix."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise error(f"line {reader.line_num}: {_csv_problem(e)}") from None
+        yield row
+
+
+def _csv_problem(e: csv.Error) -> str:
+    """``csv``'s message in words a user can act on."""
+    msg = str(e)
+    if "field larger than field limit" in msg:
+        return f"a cell is longer than {csv.field_size_limit():,} characters"
+    if "new-line character seen in unquoted field" in msg:
+        return "a carriage return (\\r) inside a line; save the file with ordinary line ends"
+    return msg
+
+
 def _first_mr_lines(path: Path) -> dict[str, int]:
     """Every distinct MR of the CSV at ``path`` and the line of its first appearance."""
     try:

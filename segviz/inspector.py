@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from segviz import decode
 from segviz.checkpoint import Checkpoint
 from segviz.datasets import DATASETS, get
+from segviz.formats import csv_rows
 from segviz.records import Record, RecordError, tokenize
 from segviz.rows import MAX_RECORDS
 from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
@@ -186,10 +187,10 @@ def parse_output_lines(dataset: str, data: bytes) -> list[tuple[int, list[Record
     if not ds.uploads:
         only = " and ".join(d.title for d in DATASETS.values() if d.uploads)
         raise OutputFileError(f"uploaded output files are supported for {only} only (MR<TAB>output lines)")
-    text = text_of(data, "a tab-separated text file")
+    text = text_of(data, "a tab-separated text file").replace("\r\n", "\n").replace("\r", "\n")  # old Mac line ends too
     pairs = []
     reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
-    for n, cols in enumerate(reader, start=1):
+    for n, cols in enumerate(csv_rows(reader, OutputFileError), start=1):
         if not cols or not "".join(cols).strip():
             continue
         if n == 1 and cols[0].strip().lower() in ("mr", "meaning representation"):

@@ -228,3 +228,46 @@ def test_import_errors_name_the_line_of_the_file(store: Store, fresh: Store) -> 
     with pytest.raises(AnnotationError, match=rf"^line {line}: column 'human_flags' is not valid JSON"):
         import_csv(fresh, text)
 
+
+
+def test_long_and_odd_comments_come_back_from_either_export(store: Store, fresh: Store) -> None:
+    """Session 25 (a new user's review): a comment pasted from a PDF holds U+2028, which
+    ``str.splitlines`` took for a line end ("line 4: not JSON"), and a cell over csv's 131,072
+    characters made the CSV import raise ``_csv.Error`` through the page."""
+    _hand_campaign(store)
+    i1 = store.items("hand")[0]["id"]
+    odd = "pasted from a PDF\u2028second line\x85third\x0c" + "x" * 200_000
+    store.save_annotation(i1, "x", fluency=5, comment=odd)
+    for fmt, export in (("jsonl", export_jsonl), ("csv", export_csv)):
+        import_file(fresh, export(store, "hand"), name=f"copy-{fmt}")
+        assert {a["comment"] for a in fresh.annotations(f"copy-{fmt}")} >= {odd}
+
+
+def test_import_reads_skipped_and_the_dataset_strictly(store: Store, fresh: Store) -> None:
+    """``"skipped": "false"`` (a string) was stored as skipped, and a campaign of dataset
+    "bogus" was imported."""
+    lines = _jsonl(store)
+    item = json.loads(lines[1])
+    item["annotations"][0]["human"]["skipped"] = "false"
+    with pytest.raises(AnnotationError, match="skipped must be true or false, got 'false'"):
+        import_jsonl(fresh, "\n".join([lines[0], json.dumps(item)]))
+    head = json.loads(lines[0])
+    head["dataset"] = "bogus"
+    with pytest.raises(AnnotationError, match="campaign dataset: unknown dataset 'bogus'"):
+        import_jsonl(fresh, "\n".join([json.dumps(head), *lines[1:]]))
+    with pytest.raises(AnnotationError, match="at most 200"):
+        import_jsonl(fresh, "\n".join(lines), name="n" * 201)
+    assert fresh.campaigns() == []
+
+
+def test_a_csv_with_a_bare_carriage_return_or_a_huge_cell_is_an_error_not_a_traceback(fresh: Store) -> None:
+    from segviz.annotate.campaign import Input, parse_uploaded_outputs
+    from segviz.records import parse_e2e_mr
+
+    inputs = [Input("name[X]", parse_e2e_mr("name[X]"))]
+    with pytest.raises(AnnotationError, match=r"line 1: a cell is longer than"):
+        parse_uploaded_outputs("name[X]\t\"" + "word " * 30_000 + "\"\n", "e2e", inputs)
+    with pytest.raises(AnnotationError, match="line 2 is empty"):
+        parse_uploaded_outputs("X is here.\n\nY\n", "e2e", [Input(f"i{n}", inputs[0].records) for n in range(3)])
+    with pytest.raises(AnnotationError, match="line 1: the output text is empty"):
+        parse_uploaded_outputs("name[X]\t\n", "e2e", inputs)

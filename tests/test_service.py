@@ -152,11 +152,18 @@ def test_parse_output_file():
         (b"name[X]\t \n", "line 1: the output text is empty"),
         (b"\xff\xfe\x00garbage", "not UTF-8"),
         (b"\n\n", "no MR<TAB>output lines"),
+        (b"name[X]\t" + b"word " * 30_000 + b"\n", "line 1: a cell is longer than 131,072 characters"),  # session 25
     ],
 )
 def test_parse_output_file_errors(data, message):
     with pytest.raises(service.OutputFileError, match=message):
         service.parse_output_file("e2e", data)
+
+
+def test_parse_output_file_reads_old_mac_line_ends():
+    """Session 25: a bare carriage return between lines raised ``_csv.Error`` through the page."""
+    pairs = service.parse_output_file("e2e", b"name[X]\tX is here.\rname[Y]\tY is here.\r")
+    assert [(r[0].value, out) for r, out in pairs] == [("X", "X is here."), ("Y", "Y is here.")]
 
 
 def test_cases_from_outputs_and_flags(e2e_models):

@@ -32,6 +32,7 @@ from segviz.annotate.store import (
     normalize_segments,
     validate_annotator,
 )
+from segviz.formats import csv_rows
 from segviz.records import Record, RecordError, format_e2e_mr, parse_e2e_mr
 
 __all__ = [
@@ -243,8 +244,8 @@ def parse_uploaded_outputs(data: str | bytes, dataset: str, inputs: Sequence[Inp
     if len(lines) != len(inputs):
         raise AnnotationError(f"the file has {len(lines)} lines but the split has {len(inputs)} inputs; "
                               "upload one output per input, in order (or MR<TAB>output for E2E)")
-    if any(not line.strip() for line in lines):
-        log.warning("uploaded file has empty outputs")
+    if empty := [n for n, line in enumerate(lines, start=1) if not line.strip()]:
+        raise AnnotationError(f"line {empty[0]} is empty ({len(empty)} empty line(s)); every input needs an output")
     return [Output(inp.input_id, line.strip()) for inp, line in zip(inputs, lines, strict=True)]
 
 
@@ -252,7 +253,7 @@ def _parse_tsv(text: str, inputs: Sequence[Input]) -> list[Output]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
     # (line of the file, row): "line N" counts every line, header and blank ones too, as the
     # Hallucination inspector's upload messages do
-    rows = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
+    rows = [(reader.line_num, r) for r in csv_rows(reader, AnnotationError) if any(c.strip() for c in r)]
     if rows and rows[0][1] and rows[0][1][0].strip().lower() in _HEADER_WORDS:
         rows = rows[1:]
     if not rows:
@@ -265,6 +266,8 @@ def _parse_tsv(text: str, inputs: Sequence[Input]) -> list[Output]:
         if len(row) != 2:
             raise AnnotationError(f"line {n} has {len(row)} columns; expected 2: MR<TAB>output")
         mr, out = row[0].strip(), row[1].strip()
+        if not out:
+            raise AnnotationError(f"line {n}: the output text is empty")
         try:
             records = parse_e2e_mr(mr)
         except RecordError as exc:

@@ -28,12 +28,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from segviz import datasets
 from segviz.annotate.store import FLAG_NAMES, AnnotationError, Store, normalize_flags, normalize_segments
+from segviz.formats import csv_rows
 from segviz.records import Record
 
 __all__ = ["FORMAT", "CSV_COLUMNS", "export_csv", "export_jsonl", "import_csv", "import_jsonl", "import_file"]
 
 log = logging.getLogger(__name__)
+CSV_CELL_CHARS = 1 << 26  # an exported comment or output may be longer than csv's default 131,072 characters
 
 FORMAT = "segviz.annotate/1"
 CSV_COLUMNS = [
@@ -169,6 +172,10 @@ def _add(store: Store, head: dict, items: list[dict], name: str | None) -> dict:
             raise AnnotationError(f"campaign {field} is missing")
     if not isinstance(head.get("config"), dict):
         raise AnnotationError("campaign config is missing or not a JSON object")
+    try:
+        datasets.get(head["dataset"].lower())
+    except ValueError as exc:
+        raise AnnotationError(f"campaign dataset: {exc}") from None
     if not items:
         raise AnnotationError("the file has no items")
     out = store.add_campaign(name or head["name"], head["dataset"], head["split"], head["config"], items,
@@ -183,7 +190,7 @@ def import_jsonl(store: Store, data: str | bytes | Path, name: str | None = None
     text = _read(data)
     head: dict | None = None
     items: list[dict] = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 inside a string is no line end
         if not line.strip():
             continue
         try:
@@ -228,7 +235,15 @@ def _json_cell(row: dict, col: str, where: str) -> Any:
 def import_csv(store: Store, data: str | bytes | Path, name: str | None = None) -> dict:
     """Import a :func:`export_csv` file (content, or a ``Path``); ``name`` renames the campaign."""
     text = _read(data)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    limit = csv.field_size_limit(max(csv.field_size_limit(), CSV_CELL_CHARS))  # process-wide: put back below
+    try:
+        return _import_csv_rows(store, csv.DictReader(io.StringIO(text, newline="")), name)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _import_csv_rows(store: Store, reader: csv.DictReader, name: str | None) -> dict:
+    """:func:`import_csv` on an open reader."""
     missing = [c for c in ("campaign", "dataset", "split", "campaign_config", "item_id", "input_id", "K",
                            "records", "system", "output", "annotator", "fluency", "human_flags", "skipped")
                if c not in (reader.fieldnames or [])]
@@ -237,7 +252,7 @@ def import_csv(store: Store, data: str | bytes | Path, name: str | None = None) 
     head: dict | None = None
     items: dict[str, dict] = {}
     end = 1  # the header's line
-    for row in reader:
+    for row in csv_rows(reader, AnnotationError):
         where, end = f"line {end + 1}", reader.line_num  # the line where the row starts (a cell may span lines)
         if None in row or any(v is None for v in row.values()):
             raise AnnotationError(f"{where}: wrong number of columns")

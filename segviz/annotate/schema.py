@@ -65,12 +65,15 @@ class Base(DeclarativeBase):
     pass
 
 
+MAX_NAME_CHARS = 200  # a campaign name's length (the column's; PostgreSQL refuses longer ones)
+
+
 class Campaign(Base):
     """One human-evaluation campaign; ``config`` holds the sampling rule, its seed and the systems."""
 
     __tablename__ = "campaign"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_CHARS), unique=True)
     dataset: Mapped[str] = mapped_column(String(50))
     split: Mapped[str] = mapped_column(String(50))
     created_at: Mapped[datetime] = mapped_column(DateTime)
@@ -125,7 +128,7 @@ def validate_annotator(annotator: str) -> str:
         raise AnnotationError("annotator id is empty; enter a name or e-mail address")
     if not _ANNOTATOR.fullmatch(annotator):
         raise AnnotationError(
-            f"annotator id {annotator!r} is not allowed: use 1-64 letters, digits or - _ . @ (no spaces)"
+            f"annotator id {annotator!r} is not allowed: use 1-64 ASCII letters, digits or - _ . @ (no spaces or accents)"
         )
     return annotator
 
@@ -218,6 +221,13 @@ def validate_fluency(fluency: Any) -> int | None:
     return int(fluency)
 
 
+def validate_skipped(skipped: Any) -> bool:
+    """``skipped`` as stored: a JSON boolean only ("false", a string, is not false)."""
+    if not isinstance(skipped, bool):
+        raise AnnotationError(f"skipped must be true or false, got {skipped!r}")
+    return skipped
+
+
 def validate_extra_wrong(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise AnnotationError(f"extra_wrong (wrong facts outside the records) must be a count >= 0, got {n!r}")
@@ -248,7 +258,7 @@ def annotation_values(a: Mapping[str, Any], K: int) -> dict:
             "prefilled": None if a.get("prefilled") is None else normalize_flags(a["prefilled"], K, "prefilled"),
             "comment": str(a.get("comment") or ""),
             "corrected_alignment": normalize_segments(a.get("corrected_alignment"), K, "corrected_alignment"),
-            "skipped": bool(a.get("skipped", False)),
+            "skipped": validate_skipped(a.get("skipped", False)),
             "created_at": a.get("created_at") or now, "updated_at": a.get("updated_at") or now}
 
 

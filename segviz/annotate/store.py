@@ -52,6 +52,7 @@ from sqlalchemy.orm import Session
 from segviz.annotate import schema
 from segviz.annotate.schema import (
     FLAG_NAMES,
+    MAX_NAME_CHARS,
     UNSET,
     Annotation,
     AnnotationError,
@@ -236,6 +237,8 @@ class Store:
         """
         if not name or not name.strip():
             raise AnnotationError("campaign name is empty")
+        if len(name) > MAX_NAME_CHARS:
+            raise AnnotationError(f"campaign name has {len(name):,} characters; at most {MAX_NAME_CHARS} are allowed")
 
         def fn(s: Session) -> dict:
             if s.scalars(select(Campaign.id).where(Campaign.name == name)).first() is not None:
