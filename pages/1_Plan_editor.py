@@ -41,7 +41,8 @@ if param:
         qp.pop("records", None)
 if records is None:
     records = next(iter(examples_for(dataset).values()))
-    st.info("No records from the Playground yet: using a bundled example. Edit records on the Playground page.")
+    st.info(("Using a bundled example instead. " if param else "No records from the Playground yet: using a bundled example. ")
+            + "Edit records on the Playground page.")
 param = service.records_to_param(records)
 K = len(records)
 
@@ -133,7 +134,9 @@ if regenerate:
     outputs = ss.get("plan_outputs", [])
     if not outputs or ss.get("plan_outputs_beam") != beam:  # the model's own output comes first
         outputs = [overview.own] if overview.own.result is not None else []
-    ss["plan_outputs"] = (outputs + [new])[-2:]  # previous and new
+    forced_last = len(outputs) == 2 or (outputs and overview.own.result is None)  # the last one had a plan forced
+    if not (forced_last and outputs[-1].result is not None and list(outputs[-1].result.plan or []) == order):
+        ss["plan_outputs"] = (outputs + [new])[-2:]  # previous and new; the same plan again adds nothing
     ss["plan_outputs_beam"] = beam
 
 with right:
@@ -153,6 +156,9 @@ with right:
                 plan = view.result.plan if view.result else None
                 st.caption(f"plan {' → '.join(map(str, plan))} (forced)" if plan else
                            f"the model's own plan {' → '.join(map(str, overview.plan))}")
+                if plan and list(plan) == overview.plan:
+                    st.caption("The model's own order, forced: a forced plan decodes each record's segment in "
+                               "turn under the plan's rules, so the text may differ from the model's own.")
                 ui.show_output(view, records, stale=stale)
                 if view.result is not None:
                     st.caption(f"log-probability {view.result.scores.get('log_prob', float('nan')):.2f} "

@@ -97,7 +97,7 @@ st.dataframe(
     key="insp_table", on_select=_open_row, selection_mode="single-row",
 )
 with st.expander("Flags per attribute and system"):
-    counts = service.attribute_counts(rows)
+    counts = service.attribute_counts(rows, offered)
     if counts:
         st.dataframe(pd.DataFrame(counts), hide_index=True, width="stretch", key="insp_attribute_counts")
     else:

@@ -138,12 +138,13 @@ def attribute_of(label: str) -> str:
     return label.split("[", 1)[0].strip()
 
 
-def attribute_counts(rows: Sequence[dict]) -> list[dict]:
-    """Flags per attribute and system: one row per (attribute, system), a column per flag kind."""
+def attribute_counts(rows: Sequence[dict], kinds: Sequence[str] = FLAG_KINDS) -> list[dict]:
+    """Flags per attribute and system: one row per (attribute, system), a column per flag kind of
+    ``kinds`` (:func:`flag_kinds`: E2E has no "other relation")."""
     table: dict[tuple[str, str], dict] = {}
     for r in rows:
         key = (attribute_of(r["record"]), r["system"])
-        row = table.setdefault(key, {"attribute": key[0], "system": key[1], **{k: 0 for k in FLAG_KINDS}})
+        row = table.setdefault(key, {"attribute": key[0], "system": key[1], **{k: 0 for k in kinds}})
         row[r["kind"]] = row.get(r["kind"], 0) + 1
     return [table[k] for k in sorted(table)]
 

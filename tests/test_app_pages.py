@@ -77,6 +77,8 @@ def test_plan_editor_reorder_and_regenerate(env):
     exp = service.generate_with_plan("e2e", records, load(env / "e2e-seg"), [2, 3, 1])
     assert texts[1].count("data-t=") == len(exp.result.tokens)
     assert [m.value for m in at.markdown if m.value == "##### New output"]
+    at.button(key="plan_regenerate").click().run()  # the same plan again (a double click): the model's own stays
+    assert _texts(at) == texts and f"the model's own plan {' → '.join(map(str, own.plan))}" in [c.value for c in at.caption]
 
 
 def test_plan_editor_deep_link_and_samples(env):
@@ -140,6 +142,7 @@ def test_plan_editor_own_plan_nbest_diff_and_stale(env):
 def test_plan_editor_bad_link_and_missing_model(env, tmp_path, monkeypatch):
     at = _run(PLAN, dataset="e2e", records="[[broken")
     assert any("could not be read" in e.value for e in at.error)
+    assert not any("No records from the Playground" in i.value for i in at.info)  # a link was given
     bundled = next(iter(EXAMPLES["e2e"].values()))  # falls back to a bundled example, the model's plan
     assert at.session_state["plan_order"] == service.plan_overview("e2e", bundled, load(env / "e2e-seg"), 5).plan
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "empty"))

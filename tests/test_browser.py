@@ -256,7 +256,7 @@ def test_screenshots(browser, tiny, tmp_path):
         page.goto(f"{url}/Hallucination_inspector?dataset=e2e")
         page.get_by_label("Number of inputs").fill("3")
         page.get_by_label("Number of inputs").press("Enter")
-        page.wait_for_timeout(1000)
+        _idle(page)  # the rerun the new number started must end first, or the click is lost under load
         page.get_by_role("button", name="Run both models").click()
         page.get_by_text("Open case").first.wait_for()
         page.get_by_text("Full attention").first.click()  # show one heatmap in the screenshot

@@ -272,6 +272,7 @@ def test_attribute_counts_and_case_label():
     counts = service.attribute_counts(rows)
     assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0} in counts
     assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
+    assert "other relation" not in service.attribute_counts(rows[:2], service.flag_kinds("e2e"))[0]  # a WebNLG kind
     case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})
     assert service.case_label(case).startswith("name[XXX") and len(service.case_label(case)) == 90
 
