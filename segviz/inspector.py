@@ -17,7 +17,7 @@ from segviz.checkpoint import Checkpoint
 from segviz.datasets import DATASETS, get
 from segviz.formats import csv_rows
 from segviz.records import Record, RecordError, tokenize
-from segviz.rows import MAX_RECORDS
+from segviz.rows import MAX_RECORDS, output_problem
 from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
 
 FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation")  # the last: a lexicon's guess (WebNLG)
@@ -205,8 +205,8 @@ def parse_output_lines(dataset: str, data: bytes) -> list[tuple[int, list[Record
             records = ds.parse(mr)
         except RecordError as e:
             raise OutputFileError(f"line {n}: {e}") from e
-        if not out:
-            raise OutputFileError(f"line {n}: the output text is empty")
+        if problem := output_problem(out):
+            raise OutputFileError(f"line {n}: {problem}")
         if len(records) > MAX_RECORDS:
             raise OutputFileError(f"line {n}: {len(records)} records; at most {MAX_RECORDS} are supported")
         pairs.append((n, records, out))

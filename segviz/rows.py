@@ -20,6 +20,17 @@ if TYPE_CHECKING:
 
 MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
 MAX_VALUE_CHARS = 200  # longest value in training: E2E 25, WebNLG 166 characters
+MAX_OUTPUT_CHARS = 5_000  # an uploaded output; longest training reference: E2E 351, WebNLG 452 characters
+
+
+def output_problem(text: str) -> str | None:
+    """Why an uploaded output text cannot be checked and aligned (empty, or so long that aligning
+    it takes minutes: a 100 KB line took 29 s, session 25); None when it can."""
+    if not text.strip():
+        return "the output text is empty"
+    if len(text) > MAX_OUTPUT_CHARS:
+        return f"the output has {len(text):,} characters; at most {MAX_OUTPUT_CHARS:,} are read"
+    return None
 
 
 def columns(dataset: str) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from segviz import datasets
 from segviz.inspector import text_of
 from segviz.records import Record, RecordError, parse_webnlg_triples
-from segviz.service import MAX_RECORDS, OutputFileError, parse_output_lines
+from segviz.service import MAX_RECORDS, OutputFileError, output_problem, parse_output_lines
 
 TRIPLE_SEP = ";"  # between the triples of one line (spaces around it are ignored)
 
@@ -50,8 +50,8 @@ def _webnlg_line(n: int, line: str, entry: list[Record] | None) -> tuple[list[Re
         )
     else:
         records, out = entry, line
-    if not out.strip():
-        raise OutputFileError(f"line {n}: the output text is empty")
+    if problem := output_problem(out.strip()):
+        raise OutputFileError(f"line {n}: {problem}")
     if len(records) > MAX_RECORDS:
         raise OutputFileError(f"line {n}: {len(records)} triples; at most {MAX_RECORDS} are supported")
     return records, out.strip()

@@ -271,3 +271,5 @@ def test_a_csv_with_a_bare_carriage_return_or_a_huge_cell_is_an_error_not_a_trac
         parse_uploaded_outputs("X is here.\n\nY\n", "e2e", [Input(f"i{n}", inputs[0].records) for n in range(3)])
     with pytest.raises(AnnotationError, match="line 1: the output text is empty"):
         parse_uploaded_outputs("name[X]\t\n", "e2e", inputs)
+    with pytest.raises(AnnotationError, match="line 1: the output has 6,000 characters; at most 5,000"):
+        parse_uploaded_outputs("x" * 6_000 + "\n", "e2e", inputs)

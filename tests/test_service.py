@@ -153,6 +153,7 @@ def test_parse_output_file():
         (b"\xff\xfe\x00garbage", "not UTF-8"),
         (b"\n\n", "no MR<TAB>output lines"),
         (b"name[X]\t" + b"word " * 30_000 + b"\n", "line 1: a cell is longer than 131,072 characters"),  # session 25
+        (b"name[X]\t" + b"word " * 2_000 + b"\n", "line 1: the output has 9,999 characters; at most 5,000 are read"),
     ],
 )
 def test_parse_output_file_errors(data, message):

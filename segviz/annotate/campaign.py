@@ -34,6 +34,7 @@ from segviz.annotate.store import (
 )
 from segviz.formats import csv_rows
 from segviz.records import Record, RecordError, format_e2e_mr, parse_e2e_mr
+from segviz.rows import output_problem
 
 __all__ = [
     "Input",
@@ -246,6 +247,8 @@ def parse_uploaded_outputs(data: str | bytes, dataset: str, inputs: Sequence[Inp
                               "upload one output per input, in order (or MR<TAB>output for E2E)")
     if empty := [n for n, line in enumerate(lines, start=1) if not line.strip()]:
         raise AnnotationError(f"line {empty[0]} is empty ({len(empty)} empty line(s)); every input needs an output")
+    if long := [n for n, line in enumerate(lines, start=1) if output_problem(line)]:
+        raise AnnotationError(f"line {long[0]}: {output_problem(lines[long[0] - 1])}")
     return [Output(inp.input_id, line.strip()) for inp, line in zip(inputs, lines, strict=True)]
 
 
@@ -266,8 +269,8 @@ def _parse_tsv(text: str, inputs: Sequence[Input]) -> list[Output]:
         if len(row) != 2:
             raise AnnotationError(f"line {n} has {len(row)} columns; expected 2: MR<TAB>output")
         mr, out = row[0].strip(), row[1].strip()
-        if not out:
-            raise AnnotationError(f"line {n}: the output text is empty")
+        if problem := output_problem(out):
+            raise AnnotationError(f"line {n}: {problem}")
         try:
             records = parse_e2e_mr(mr)
         except RecordError as exc:
