@@ -354,6 +354,8 @@ def annotate_section(store: Store, campaign: dict, annotator: str) -> None:
     a = store.annotation(item["item_id"], annotator)
     if a is not None:
         state = "skipped" if a["skipped"] else ("rated" if a["fluency"] is not None else "not rated yet")
+        if a["skipped"] and a["fluency"] is not None:  # a skip after a rating drops it from the results
+            state += f": its fluency {a['fluency']} is kept but not counted in the results until you rate it again"
         st.caption(f"Saved automatically ({state}; last change {a['updated_at']:%Y-%m-%d %H:%M:%S} UTC).")
 
 

@@ -131,6 +131,11 @@ def test_annotate_navigate_and_resume(campaign: Store) -> None:
     assert campaign.annotation(third, "alice")["skipped"] is True
     assert any("All items are done" in s.value for s in other.success)
     assert progress_text(other) == "3 of 3 done · item 3 of 3"
+    other.button(key="ann_back").click().run()  # the second item, rated 2: a skip says what becomes of the rating
+    other.button(key="ann_skip").click().run()
+    other.button(key="ann_back").click().run()
+    assert shown_item(other) == second and campaign.annotation(second, "alice")["skipped"] is True
+    assert any("its fluency 2 is kept but not counted in the results" in c.value for c in other.caption)
     # a different annotator sees the same items afresh
     bob = app("bob")
     assert progress_text(bob) == "0 of 3 done · item 1 of 3"
