@@ -165,6 +165,12 @@ def test_hallucinated_slots():
     assert rep.n_hallucinated == 2
     rep = check_e2e(parse_e2e_mr("name[X], food[Italian]"), "X is an Italian place near Burger King.")
     assert rep.hallucinated == ["near"]
+    both = parse_e2e_mr("name[The Cambridge Blue], area[riverside], near[Burger King]")  # session 25
+    text = "The Cambridge Blue is a Burger King in the riverside area. It is located near to the portland arms."
+    assert check_e2e(both, text).hallucinated == ["near"]  # a venue beside the input's name and near
+    assert check_e2e(both, text.replace("the portland arms", "the river")).hallucinated == []
+    rep = check_e2e(both, "The Cambridge Blue is in the riverside area near The Portland Arms.")
+    assert rep.hallucinated == [] and rep.per_record[2].status == "wrong"  # stands in for near: wrong, as before
 
 
 def test_report_json_and_totals():

@@ -32,7 +32,9 @@ normal human writing is not flagged:
   "restaurant" is a weak mention: it realises ``eatType[restaurant]`` but is never a wrong value
   for pub / coffee shop, nor a hallucination (human texts call every venue a restaurant).
 * ``near``: a dataset venue name that is not the input name appearing where ``near`` is absent is
-  a hallucinated ``near``; where ``near`` is present but not found it makes ``near`` wrong.
+  a hallucinated ``near``; where ``near`` is present but not found it makes ``near`` wrong; where
+  the input's ``name`` and ``near`` are both said, it is a hallucinated ``near`` too (session 25:
+  "… near Burger King … It is located near to the portland arms.").
 
 A slot absent from the input but expressed in the text is *hallucinated* (listed by attribute).
 

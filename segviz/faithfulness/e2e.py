@@ -200,7 +200,17 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
         name_found = any(v[0] == normalise(r.value) for v in venues for r in records if r.attribute == "name")
         if name_found or len(stray) > 1:
             report.hallucinated.append("near")
+    elif stray and _venues_said(records, report):  # another venue beside the input's own (session 25)
+        report.hallucinated.append("near")
     return report
+
+
+def _venues_said(records: list[Record], report: FaithReport) -> bool:
+    """Whether the input's ``name`` and ``near`` are both said (so a stray venue stands in for
+    neither: "… near Burger King … It is located near to the portland arms.")."""
+    said = [v.status in ("realised", "repeated") for v, r in zip(report.per_record, records, strict=True)
+            if r.attribute in ("name", "near")]
+    return len(said) == 2 and all(said)
 
 
 def _venue_verdict(r: Record, norm: str, venues: list, stray: list) -> tuple[str, str]:
