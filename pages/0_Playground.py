@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from segviz import names, service, ui, viz
+from segviz import datasets, names, service, ui, viz
 from segviz.examples import examples_for
 from segviz.records import RecordError
 
@@ -143,7 +143,7 @@ else:
         "Press **Generate** to update it."
     )
 guided_note = " · checker-guided" if cmp.guided and cmp.constraints != "none" else ""  # no effect on ours
-st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam}{guided_note} · {len(cmp.records)} records")
+st.caption(f"Constraints: {names.system_name('seg', cmp.constraints)} · beam {cmp.beam}{guided_note} · {len(cmp.records)} record{'s' * (len(cmp.records) != 1)}")
 
 # clicked heatmap cells (chart selection state; tests inject playground_pick_<system> instead)
 picks = {s: ui.selected_cell(ss.get(f"playground_heat_{s}")) or ss.get(f"playground_pick_{s}") for s in ("seg", "pg")}
@@ -172,7 +172,8 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
 
 st.subheader("Per-record status")
 st.caption("The automatic checker's verdict for every input record (and facts not in the input). "
-           "Select a row to mark its record in both texts: its segments underlined, a hallucinated value's segment framed.")
+           "Select a row to mark its record in both texts: its segments underlined, a hallucinated value's segment framed. "
+           + datasets.get(dataset).checker_note)  # fixed words
 ui.status_table(status, key="playground_status", selectable=True)
 st.subheader("Per-segment verdicts")
 st.caption(

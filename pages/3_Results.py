@@ -68,8 +68,7 @@ if df["series"].str.contains("exp_seg").any():
 else:
     st.info("No E[#segments] recorded (only segment-model checkpoints have it).")
 st.caption("The shipped epoch is the one with the lowest validation NLL: the trainer keeps those weights.")
-last = pd.DataFrame([
-    {"checkpoint": s.name, "epochs": len(s.history), "shipped epoch": shipped[s.name], **(s.history[-1] if s.history else {})}
-    for s in shown
-])
+last = pd.DataFrame(service.last_epoch_rows(shown, shipped))
+st.caption("The last epoch of each checkpoint: train_loss is the training objective per example (the NLL plus the "
+           "segment model's granularity regulariser, paper eq. 6); train_nll and val_nll are per target token.")
 st.dataframe(last, hide_index=True, width="stretch", key="results_last_epoch")

@@ -78,6 +78,7 @@ class Dataset:
     attributes: tuple[str, ...] | None = None  # known attributes (others warn); None: open-ended
     uploads: bool = False  # the app reads uploaded "MR<TAB>output" files of this dataset
     not_measured: frozenset[str] = field(default_factory=frozenset)  # checker counts that are always 0
+    checker_note: str = ""  # what the checker's "realised" does not tell (shown beside its verdicts)
     relation_words: bool = False  # the segment model learns words only one relation's segments say
     # (the inspector's "other relation" flag, segviz.rerank.misplaced_relations; E2E's lexicon has none)
     parse_upload: Callable[[bytes, Sequence[list[Record]] | None], list] | None = None  # an uploaded output file
@@ -159,6 +160,9 @@ register(Dataset(
     files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
     check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg,
     not_measured=frozenset({"wrong", "hallucinated"}), relation_words=True,
+    checker_note="The WebNLG checker finds each triple's object in the text (said, or said twice); it does not check "
+    "whom the text says it of, so a triple marked realised can still be misattributed. The per-segment verdicts "
+    "show which segment says each triple.",
     read_inputs=formats.read_webnlg_inputs, input_kind="WebNLG XML (a file or folder of <entry> elements)",
     foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,

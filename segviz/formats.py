@@ -65,6 +65,8 @@ def _first_mr_lines(path: Path) -> dict[str, int]:
                 if row.get(col) and row[col] not in first:
                     first[row[col]] = start
                 start = reader.line_num + 1
+    except FileNotFoundError as e:
+        raise InputError(f"{path}: no such file") from e
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise InputError(f"{path}: cannot read as a UTF-8 CSV ({e})") from e
     return first

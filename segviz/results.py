@@ -127,6 +127,18 @@ def shipped_epoch(history: Sequence[dict]) -> int | None:
     return min(best)[1] if best else None
 
 
+def last_epoch_rows(summaries: Sequence, shipped: dict[str, int | None]) -> list[dict]:
+    """One row per checkpoint summary: its epoch count, the shipped epoch and its last epoch's
+    numbers (the in-epoch validation curve and the recorded command, lists and dicts, left out:
+    a table cell shows them as raw text)."""
+    rows = []
+    for s in summaries:
+        last = s.history[-1] if s.history else {}
+        rows.append({"checkpoint": s.name, "epochs": len(s.history), "shipped epoch": shipped.get(s.name),
+                     **{k: v for k, v in last.items() if not isinstance(v, list | dict)}})
+    return rows
+
+
 # segviz.train's flags that change what a stretch trains on or how (a curve joins stretches as one line)
 STRETCH_FLAGS = {"--resume": 0, "--init": 1, "--clean": 0, "--clean-list": 1, "--substitute": 1, "--figures": 1,
                  "--relation-dropout": 1, "--abbreviations": 0, "--lr": 1, "--val-half": 1, "--hidden": 1, "--reg-weight": 1}  # flag: its values

@@ -101,7 +101,10 @@ def record_warnings(dataset: str, rec: Record) -> list[str]:
     """What the models were not trained for in one record: an unknown attribute (E2E), a very long value."""
     out, ds = [], get(dataset)
     if ds.attributes is not None and rec.attribute not in ds.attributes:
-        out.append(f"{rec.attribute!r} is not {ds.article} {ds.title} attribute ({', '.join(ds.attributes)}); the models never saw it in training")
+        same = [a for a in ds.attributes if a.lower() == rec.attribute.lower()]  # "Name" for "name"
+        hint = f"; did you mean {same[0]!r}?" if same else ""
+        out.append(f"{rec.attribute!r} is not {ds.article} {ds.title} attribute ({', '.join(ds.attributes)}); "
+                   f"the models never saw it in training{hint}")
     if len(rec.value) > MAX_VALUE_CHARS:
         out.append(f"the value has {len(rec.value):,} characters; the models were trained on values of at most {MAX_VALUE_CHARS}")
     return out

@@ -56,6 +56,7 @@ from segviz.results import (
     NOT_MEASURED,
     RESULT_COLUMNS,
     CheckpointSummary,
+    last_epoch_rows,
     metrics_rows,
     results_rows,
     shipped_epoch,
@@ -170,4 +171,5 @@ __all__ = [
     "results_rows",
     "training_stretches",
     "shipped_epoch",
+    "last_epoch_rows",
 ]

@@ -278,6 +278,7 @@ def test_results_page(env, tmp_path, monkeypatch):
     assert list(at.dataframe[-1].value["epochs"]) == [0, 3]
     at.toggle(key="results_all_datasets").set_value(True).run()
     assert list(at.dataframe[-1].value["checkpoint"]) == ["e2e-pg", "e2e-seg", "webnlg-seg"]
+    assert not {"val_curve", "command"} & set(at.dataframe[-1].value.columns)  # lists and dicts read as raw text
     monkeypatch.setenv("SEGVIZ_CHECKPOINTS", str(tmp_path / "none"))
     at = _run(RESULTS)
     assert any("No checkpoints found" in w.value for w in at.warning)

@@ -225,3 +225,4 @@ def test_a_visit_to_another_page_keeps_the_dataset_the_edits_and_the_settings(en
     assert not [w.value for w in at.warning if "changed since" in w.value]  # the output is the request's, not stale
     assert at.query_params["records"] == service.records_to_param(records) and at.query_params["constraints"] == "r"
     assert sum('class="segviz-text"' in m.value for m in at.markdown) == 2
+    assert any("does not check whom the text says it of" in c.value for c in at.caption)  # session 25: what "realised" means

@@ -64,6 +64,8 @@ def test_generate_reports_bad_input(tmp_path, ckpts, capsys):
     _csv(tmp_path / "bad2.csv", [("name[Zizzi", "x")])
     rc = generate_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "bad2.csv"), "--output", str(tmp_path / "o.tsv")])
     assert rc == 2 and "unbalanced" in capsys.readouterr().err
+    rc = generate_main(["--checkpoint", str(ckpts / "e2e-seg"), "--input", str(tmp_path / "none.csv"), "--output", str(tmp_path / "o.tsv")])
+    assert rc == 2 and capsys.readouterr().err.strip().endswith("none.csv: no such file")  # not "cannot read as a UTF-8 CSV ([Errno 2] …"
 
 
 def test_generate_webnlg_one_line_per_entry(tmp_path, ckpts):

@@ -389,6 +389,21 @@ def test_e2e_dev_references_low_slot_error_rate():
     assert (t["wrong"] + t["repeated"] + t["hallucinated"]) / t["total_records"] < 0.02
 
 
+def test_a_value_inside_the_name_is_part_of_the_name():
+    """Session 25 (a new user's review): "harbour" of "Harbour Lights" said ``area[harbour]``, so
+    the name was "missing" and the area "repeated" where it was said once, or never."""
+    records = parse_e2e_mr("name[Harbour Lights], eatType[bistro], area[harbour], near[Pizza Hut]")
+    rep = check_e2e(records, "Harbour Lights is a bistro in the Harbour area near Pizza Hut.")
+    assert [v.status for v in rep.per_record] == ["realised"] * 4
+    rep = check_e2e(records, "Harbour Lights is a bistro, Harbour Lights near Pizza Hut.")
+    assert [v.status for v in rep.per_record] == ["repeated", "realised", "missing", "realised"]
+    from segviz.faithfulness.common import normalise
+    from segviz.faithfulness.e2e import value_mentions_e2e
+
+    spans = value_mentions_e2e(records, normalise("Harbour Lights is in the harbour."))
+    assert [(m.start, m.end, m.record) for m in spans if m.record in (0, 2)] == [(0, 14, 0), (25, 32, 2)]
+
+
 def test_a_value_the_rules_do_not_know_is_read_verbatim_and_another_value_is_wrong():
     """``food[Thai]``, ``area[suburbs]``, ``priceRange[£10-15]`` (typed in the Playground, or the
     stress suite's invented values) were "missing" even when said word for word, and "£10-15"

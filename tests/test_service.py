@@ -337,3 +337,13 @@ def test_the_flag_count_says_one_flag_and_one_case():
     assert service.flag_summary(1, 1, 1) == "1 flag in 1 of 1 case."
     assert service.flag_summary(0, 0, 1) == "0 flags in 0 of 1 case."
     assert service.flag_summary(3, 2, 10) == "3 flags in 2 of 10 cases."
+
+
+def test_an_attribute_in_another_case_is_named_as_the_models_know_it():
+    """Session 25 (a new user's review): "Name[Foo]" warned that 'Name' is unknown without
+    saying that 'name' is the attribute meant."""
+    from segviz.records import parse_e2e_mr
+
+    shown = service.input_warnings("e2e", parse_e2e_mr("Name[Foo], wifi[yes]"), None)
+    assert any("'Name' is not an E2E attribute" in w and w.endswith("did you mean 'name'?") for w in shown), shown
+    assert not any("did you mean" in w for w in shown if "'wifi'" in w)

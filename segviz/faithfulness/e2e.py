@@ -171,7 +171,7 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     norm = normalise(text)
     input_attrs = {r.attribute for r in records}
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    said = _verbatim_spans(records, norm)  # record index -> spans: values of attributes without rules, as typed
+    said = _verbatim_spans(records, norm, _input_venues(records, norm))  # record index -> spans: values without rules, as typed
     verbatim = [sp for spans in said.values() for sp in spans]
     venues = [v for v in _find_venues(norm, names) if not _overlaps(v[1:], verbatim)]
     mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim)
@@ -252,12 +252,23 @@ def read_verbatim(r: Record) -> bool:
     return r.attribute not in E2E_ATTRIBUTES or normalise(r.value) not in E2E_VALUES[r.attribute]
 
 
-def _verbatim_spans(records: list[Record], norm: str) -> dict[int, list[tuple[int, int]]]:
+def _verbatim_spans(
+    records: list[Record], norm: str, names: list[tuple[int, int]] = ()
+) -> dict[int, list[tuple[int, int]]]:
     """Record index -> the spans of ``norm`` saying its value word for word (:func:`_verbatim`),
     for each record :func:`read_verbatim` reads so; the other rules do not read those spans again
     ("pizza" of ``dish[pizza]`` is no food, "4 out of 5" of ``customer rating[4 out of 5]`` no
-    high rating)."""
-    return {i: _verbatim(r, norm) for i, r in enumerate(records) if read_verbatim(r)}
+    high rating). A span inside a longer mention of the input's name or near (``names``) is part
+    of that name: "harbour" of "Harbour Lights" does not say ``area[harbour]`` (session 25)."""
+    inside = lambda sp: any(s <= sp[0] and sp[1] <= e and e - s > sp[1] - sp[0] for s, e in names)  # noqa: E731
+    return {i: [sp for sp in _verbatim(r, norm) if not inside(sp)] for i, r in enumerate(records) if read_verbatim(r)}
+
+
+def _input_venues(records: list[Record], norm: str) -> list[tuple[int, int]]:
+    """Spans of ``norm`` that mention the input's own name or near."""
+    names = [r.value for r in records if r.attribute in ("name", "near")]
+    own = {normalise(n) for n in names}
+    return [(s, e) for v, s, e in _find_venues(norm, names) if v in own]
 
 
 def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -306,7 +317,7 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     None for a value absent from the input (another level of an input slot, a slot not in the
     input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    said = _verbatim_spans(records, norm)
+    said = _verbatim_spans(records, norm, _input_venues(records, norm))
     verbatim = [sp for spans in said.values() for sp in spans]
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
     venues = [v for v in _find_venues(norm, names) if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
