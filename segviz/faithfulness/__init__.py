@@ -38,6 +38,11 @@ normal human writing is not flagged:
 
 A slot absent from the input but expressed in the text is *hallucinated* (listed by attribute).
 
+A value the slot rules do not know (an attribute without rules, ``colour[red]``, or a value
+outside its closed set, ``food[Thai]``) is read word for word; a span of it inside a longer
+mention of the input's ``name`` or ``near`` is part of that name, not the value ("harbour" of
+"Harbour Lights" for ``area[harbour]``, session 25).
+
 **WebNLG**: the object of each triple is matched after entity normalisation (underscores ->
 spaces, quotes / accents / parentheticals dropped, numbers like ``3500.0`` ~ ``3,500``, ISO
 dates ~ "March 15, 1930", a suffix such as " language" or " people" dropped, a people by its
