@@ -183,8 +183,10 @@ def guided_choice(result: GenerationResult) -> str | None:
     pool = f"{n} candidates of the beam and a four times wider one" if n else "the beam's candidates"
     faults = sc["rerank_faults"]
     e = sc.get("rerank_edits")
-    how = (f"the one nearest the model's own text ({e} word edit{'' if e == 1 else 's'} from it)"
-           if e is not None else "the first in the model's order")
+    how = "the first in the model's order"
+    if e is not None:  # close: "nearest the model's own text" read as the model's first (session 25)
+        how = (f"the one nearest the model's own unconstrained text ({e} word edit{'' if e == 1 else 's'} from it)"
+               + (", not the first in the model's order" if sc["rerank_rank"] else ""))
     if "rerank_relations" in sc:
         r = sc["rerank_relations"]
         how = (f"then the fewest values said with another relation's words ({r}; the model's first: "

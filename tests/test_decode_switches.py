@@ -374,8 +374,11 @@ def test_guided_choice_says_how_the_checker_chose():
     assert best is near and best.scores["rerank_edits"] == 3
     assert guided_choice(best) == (
         "Candidate 3 of the beam's candidates: 0 faults by the checker (the model's first: 2); "
-        "of the fewest faults, the one nearest the model's own text (3 word edits from it)."
+        "of the fewest faults, the one nearest the model's own unconstrained text (3 word edits from it), not the "
+        "first in the model's order."  # session 25: "nearest the model's own text" read as the model's first
     )
+    first = dataclasses.replace(best, scores={**best.scores, "rerank_rank": 0})
+    assert guided_choice(first).endswith("the one nearest the model's own unconstrained text (3 word edits from it).")
     best.scores["rerank_widened"] = 22
     assert guided_choice(best).startswith("Candidate 3 of 22 candidates of the beam and a four times wider one: ")
     plain = rerank("e2e", records, [repeated, far, near])
