@@ -45,7 +45,8 @@ def flag_intro(dataset: str) -> str:
     kinds = flag_kinds(dataset)
     checker = [_FLAG_WORDS[k] for k in kinds if k != "other relation"]
     text = "Flags from the automatic checker: " + ", ".join(checker[:-1]) + (" or " if len(checker) > 1 else "") + checker[-1]
-    return text + ("; and " + _FLAG_WORDS["other relation"] if "other relation" in kinds else "") + "."
+    text += ("; and " + _FLAG_WORDS["other relation"] if "other relation" in kinds else "") + "."
+    return " ".join(filter(None, (text, get(dataset).checker_note)))  # what "realised" does not tell
 
 
 def flag_summary(n_flags: int, n_flagged: int, n_cases: int) -> str:

@@ -211,6 +211,7 @@ def test_flag_kinds_are_those_the_dataset_can_raise():
     e2e, webnlg = service.flag_intro("e2e"), service.flag_intro("webnlg")  # the inspector's intro names them
     assert "stated wrongly" in e2e and "not in the input" in e2e and "other relation" not in e2e
     assert "stated wrongly" not in webnlg and "not in the input" not in webnlg and "other relation" in webnlg
+    assert "does not check whom the text says it of" in webnlg and "whom" not in e2e  # session 25
 
 
 # ----- results ---------------------------------------------------------------------------------------
