@@ -171,9 +171,10 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     norm = normalise(text)
     input_attrs = {r.attribute for r in records}
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    said = _verbatim_spans(records, norm, _input_venues(records, norm))  # record index -> spans: values without rules, as typed
+    found = _find_venues(norm, names)
+    said = _verbatim_spans(records, norm, _own_spans(records, found))  # record index -> spans: values without rules, as typed
     verbatim = [sp for spans in said.values() for sp in spans]
-    venues = [v for v in _find_venues(norm, names) if not _overlaps(v[1:], verbatim)]
+    venues = [v for v in found if not _overlaps(v[1:], verbatim)]
     mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim)
     by_attr: dict[str, list[_Mention]] = {}
     for m in mentions:
@@ -264,11 +265,10 @@ def _verbatim_spans(
     return {i: [sp for sp in _verbatim(r, norm) if not inside(sp)] for i, r in enumerate(records) if read_verbatim(r)}
 
 
-def _input_venues(records: list[Record], norm: str) -> list[tuple[int, int]]:
-    """Spans of ``norm`` that mention the input's own name or near."""
-    names = [r.value for r in records if r.attribute in ("name", "near")]
-    own = {normalise(n) for n in names}
-    return [(s, e) for v, s, e in _find_venues(norm, names) if v in own]
+def _own_spans(records: list[Record], venues: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """The spans of ``venues`` (:func:`_find_venues`) that mention the input's own name or near."""
+    own = {normalise(r.value) for r in records if r.attribute in ("name", "near")}
+    return [(s, e) for v, s, e in venues if v in own]
 
 
 def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -317,10 +317,11 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     None for a value absent from the input (another level of an input slot, a slot not in the
     input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
     names = [r.value for r in records if r.attribute in ("name", "near")]
-    said = _verbatim_spans(records, norm, _input_venues(records, norm))
+    found = _find_venues(norm, names)
+    said = _verbatim_spans(records, norm, _own_spans(records, found))
     verbatim = [sp for spans in said.values() for sp in spans]
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
-    venues = [v for v in _find_venues(norm, names) if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
+    venues = [v for v in found if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
     taken = {(m.start, m.end) for m in out}  # an unknown attribute's value that is the name's: the name's mention
     out += [ValueMention(s, e, i) for i, spans in said.items() for s, e in spans if (s, e) not in taken]
