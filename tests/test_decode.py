@@ -229,6 +229,24 @@ def test_shipped_rm_says_the_name_in_its_own_segment(shipped):
     assert "alimentum" in first, (r.text, r.segments)
 
 
+def test_shipped_forced_plan_says_a_name_once(shipped):
+    """Session 26: under a forced plan (the Plan editor, the stress suite's random orders) the
+    near segment said its value twice, "Near the Burger King in the near Burger King you will
+    find …" (a tune-half dev input, plan 6,5,2,1,3,4). ``once`` and ``echo``, the WebNLG rules,
+    now in e2e-seg's own rules, say a value held by one slot of the input once."""
+    from segviz.records import parse_e2e_mr
+
+    rules = shipped.rules()
+    assert rules.once and rules.echo
+    records = parse_e2e_mr(
+        "name[The Cambridge Blue], eatType[coffee shop], customer rating[5 out of 5], area[riverside], "
+        "familyFriendly[no], near[Burger King]"
+    )
+    r = generate_seg(shipped.model, shipped.vocab, records, "rm", beam=5, plan=[6, 5, 2, 1, 3, 4], rules=rules)
+    assert r.text.count("Burger King") == 1, r.text
+    assert r.text.count("The Cambridge Blue") == 1, r.text
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)
