@@ -109,6 +109,42 @@ def test_names_are_copied_whole(tiny_e2e):
     assert seen >= 2
 
 
+def test_every_name_a_word_begins_stays_open_until_one_is_said_whole():
+    """Session 26: "abilene" begins "Abilene Regional Airport" and "Abilene, Texas"; owing only
+    the first name listed barred the other for good, and 35 of 474 forced random WebNLG plans
+    (tune half) found no text and fell back to none."""
+    import torch
+
+    from segviz.decode.rules import _force, _owed_after
+
+    airport, city = (1, 2, 3), (1, 4, 5)  # abilene regional airport / abilene , texas
+    owed = _owed_after((), [airport, city], 1)
+    assert owed == ((2, 3), (4, 5))
+    row, raw = torch.zeros(8), torch.arange(8.0)
+    _force(row, raw, owed)
+    assert torch.isfinite(row).nonzero().flatten().tolist() == [2, 4] and row[4] == 4.0
+    assert _owed_after(owed, [airport, city], 4) == ((5,),)
+    assert _owed_after(((5,),), [airport, city], 5) == ()  # said whole
+    assert _owed_after((), [airport, city], 7) == ()  # begins no name
+    assert _owed_after((), [(1,), (1, 2)], 1) == ()  # "Abilene" alone is a name said whole
+
+
+def test_shipped_webnlg_keeps_a_plan_whose_record_names_share_a_first_word():
+    """The dev input that fell back (tune half, plan 1,3,2,4): record 1's subject and value both
+    begin with "abilene"."""
+    from conftest import ROOT
+
+    from segviz import checkpoint
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Abilene_Regional_Airport | cityServed | Abilene,_Texas", "Abilene,_Texas | isPartOf | Texas",
+                                 "Abilene_Regional_Airport | runwayLength | 1121.0", "Abilene,_Texas | country | United_States"])
+    out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, plan=[1, 3, 2, 4], rules=ck.rules())
+    assert not out.fallback_used, out.text
+    assert out.plan[:2] == [1, 3] and "Abilene Regional Airport" in out.text, (out.plan, out.text)
+
+
 def test_a_name_does_not_run_on_into_a_value():
     from segviz.decode.rules import _ran_on, _run_on
 

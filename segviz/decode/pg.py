@@ -40,7 +40,7 @@ class _PGHyp:
     tokens: list[int]
     attn: list[torch.Tensor]  # (N,) per token
     state: tuple  # (h, c, A_prev), each (H,)
-    owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
+    owed: tuple = ()  # the rests of the proper names being copied, one tuple each (ValueRules.names, rules._owed_after)
 
 
 @dataclass

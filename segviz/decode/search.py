@@ -241,7 +241,7 @@ class _SegHyp:
     plan_pos: int = 0  # plan records realised so far
     content: bool = False  # the current segment has a word that is not a function word
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
-    owed: tuple = ()  # rest of a proper name being copied (ValueRules.names)
+    owed: tuple = ()  # the rests of the proper names being copied, one tuple each (ValueRules.names, rules._owed_after)
     named: bool = False  # the current segment has said its record's proper name whole
     subject_said: bool = True  # the current record's unseen subject is in the text (WebNLG)
     filler: bool = False  # a realised record's segment again: function words and punctuation only
