@@ -131,7 +131,7 @@ def test_every_name_a_word_begins_stays_open_until_one_is_said_whole():
 
 def test_shipped_webnlg_keeps_a_plan_whose_record_names_share_a_first_word():
     """The dev input that fell back (tune half, plan 1,3,2,4): record 1's subject and value both
-    begin with "abilene"."""
+    begin with "abilene" (session 26: ``rules._owed_after``, ``rules._inner_ids``)."""
     from conftest import ROOT
 
     from segviz import checkpoint
@@ -143,6 +143,10 @@ def test_shipped_webnlg_keeps_a_plan_whose_record_names_share_a_first_word():
     out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, plan=[1, 3, 2, 4], rules=ck.rules())
     assert not out.fallback_used, out.text
     assert out.plan[:2] == [1, 3] and "Abilene Regional Airport" in out.text, (out.plan, out.text)
+    # record 2's value "Texas" is a word that also continues "Abilene, Texas"; its own segment
+    # may say it alone (before: "… and is part of the is. Abilene, Texas")
+    second = [out.tokens[a:b] for a, b, k in out.segments if k == 2][0]
+    assert any(t == "texas" and second[i - 1] != "," for i, t in enumerate(second) if i), (out.text, second)
 
 
 def test_a_name_does_not_run_on_into_a_value():

@@ -106,7 +106,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
-    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names),
+    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names, records),
                  _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules),
                  number_room(vocab, enc_ex.oov, records, rules))  # fmt: skip
     st = model.start_state(x.enc)

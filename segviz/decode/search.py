@@ -386,7 +386,7 @@ class SegmentDecoder:
             own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned),
                              _month_mask(vocab, oov, records, rules)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
-            inner={k: _inner_ids(vocab, oov, ps) for k, ps in phrases.items()},
+            inner={k: _inner_ids(vocab, oov, ps, records) for k, ps in phrases.items()},
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
