@@ -247,8 +247,9 @@ def parse_uploaded_outputs(data: str | bytes, dataset: str, inputs: Sequence[Inp
                               "upload one output per input, in order (or MR<TAB>output for E2E)")
     if empty := [n for n, line in enumerate(lines, start=1) if not line.strip()]:
         raise AnnotationError(f"line {empty[0]} is empty ({len(empty)} empty line(s)); every input needs an output")
-    if long := [n for n, line in enumerate(lines, start=1) if output_problem(line)]:
-        raise AnnotationError(f"line {long[0]}: {output_problem(lines[long[0] - 1])}")
+    for n, line in enumerate(lines, start=1):
+        if problem := output_problem(line):
+            raise AnnotationError(f"line {n}: {problem}")
     return [Output(inp.input_id, line.strip()) for inp, line in zip(inputs, lines, strict=True)]
 
 

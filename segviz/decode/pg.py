@@ -25,6 +25,7 @@ from segviz.decode.rules import (
     _run_on,
     doubled,
     doubled_ok,
+    entity_starts,
     number_room,
     numbers_spent,
     repeated_ngram_ends,
@@ -106,7 +107,8 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
-    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, _inner_ids(vocab, enc_ex.oov, names, records),
+    inner = _inner_ids(vocab, enc_ex.oov, names, entity_starts(vocab, enc_ex.oov, records))
+    x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, inner,
                  _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules),
                  number_room(vocab, enc_ex.oov, records, rules))  # fmt: skip
     st = model.start_state(x.enc)

@@ -698,13 +698,18 @@ def open_value(r: Record, rules: ValueRules) -> bool:
     return bool(rules.open and closed and r.subject is None and r.value.strip().lower() not in closed)
 
 
-def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple], records: list[Record] = ()) -> list[int]:
+def entity_starts(vocab: Vocab, oov: list[str], records: list[Record]) -> frozenset[int]:
+    """The first ids of the input's values and subjects (:func:`_entities`), for :func:`_inner_ids`."""
+    return frozenset(e[0] for e in _entities(vocab, oov, records))
+
+
+def _inner_ids(vocab: Vocab, oov: list[str], phrases: list[tuple], starts: frozenset[int] = frozenset()) -> list[int]:
     """Content words that only continue one of ``phrases`` (unseen names): they may be said
     only as the name's next word, after its first ("Castle Bridge", never "Bridge" alone). A word
-    that begins a value or subject of ``records`` is no such word (session 26): "texas" continues
-    "Abilene, Texas" but is also ``Abilene,_Texas | isPartOf | Texas``'s value, which a plan's
-    segment for that record could not say."""
-    firsts = {p[0] for p in phrases} | {e[0] for e in _entities(vocab, oov, list(records))}
+    that begins a value or subject of the input (``starts``, :func:`entity_starts`) is no such
+    word (session 26): "texas" continues "Abilene, Texas" but is also ``Abilene,_Texas | isPartOf
+    | Texas``'s value, which a plan's segment for that record could not say."""
+    firsts = {p[0] for p in phrases} | starts
     inner = {t for p in phrases for t in p[1:]} - firsts
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
     return sorted(t for t in inner if not is_function_word(word(t)))

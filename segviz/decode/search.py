@@ -50,6 +50,7 @@ from segviz.decode.rules import (
     _values_mask,
     doubled,
     doubled_ok,
+    entity_starts,
     longer_than,
     number_room,
     numbers_spent,
@@ -379,6 +380,7 @@ class SegmentDecoder:
         func = _function_mask(vocab, oov)  # (n_ext,): the content rule and filler segments read it
         values = _value_ids(vocab, oov, records) if mentions else {}  # k -> ids of a specific value
         named = _subject_phrases(vocab, oov, records, rules, seen_too=True)  # k -> its named subject's ids
+        starts = entity_starts(vocab, oov, records)  # no inner word of a name (rules._inner_ids)
         return _Input(
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
@@ -386,7 +388,7 @@ class SegmentDecoder:
             own_mask=_either(_own_mask(vocab, oov, records, rules, planned), _values_mask(vocab, oov, records, rules, planned),
                              _month_mask(vocab, oov, records, rules)),
             phrases=(phrases := _phrases(vocab, oov, records, rules, seen_too=planned)),  # under a plan: every name
-            inner={k: _inner_ids(vocab, oov, ps, records) for k, ps in phrases.items()},
+            inner={k: _inner_ids(vocab, oov, ps, starts) for k, ps in phrases.items()},
             run_on=_run_on(vocab, oov, records, rules, [p for ps in phrases.values() for p in ps]),
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),

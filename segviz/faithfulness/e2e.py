@@ -170,10 +170,7 @@ def check_e2e(records: list[Record], text: str) -> FaithReport:
     """Verdicts for E2E slot records against one output ``text`` (see module docstring)."""
     norm = normalise(text)
     input_attrs = {r.attribute for r in records}
-    names = [r.value for r in records if r.attribute in ("name", "near")]
-    found = _find_venues(norm, names)
-    said = _verbatim_spans(records, norm, _own_spans(records, found))  # record index -> spans: values without rules, as typed
-    verbatim = [sp for spans in said.values() for sp in spans]
+    found, said, verbatim = _venues_and_values(records, norm)
     venues = [v for v in found if not _overlaps(v[1:], verbatim)]
     mentions = _slot_mentions(norm, [(s, e) for _, s, e in venues] + verbatim)
     by_attr: dict[str, list[_Mention]] = {}
@@ -265,6 +262,15 @@ def _verbatim_spans(
     return {i: [sp for sp in _verbatim(r, norm) if not inside(sp)] for i, r in enumerate(records) if read_verbatim(r)}
 
 
+def _venues_and_values(records: list[Record], norm: str) -> tuple[list, dict, list]:
+    """What :func:`check_e2e` and :func:`value_mentions_e2e` read first: the dataset venues found
+    in ``norm`` (:func:`_find_venues`), record index -> the spans saying its value word for word
+    (:func:`_verbatim_spans`, values without rules, as typed) and those spans in one list."""
+    found = _find_venues(norm, [r.value for r in records if r.attribute in ("name", "near")])
+    said = _verbatim_spans(records, norm, _own_spans(records, found))
+    return found, said, [sp for spans in said.values() for sp in spans]
+
+
 def _own_spans(records: list[Record], venues: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
     """The spans of ``venues`` (:func:`_find_venues`) that mention the input's own name or near."""
     own = {normalise(r.value) for r in records if r.attribute in ("name", "near")}
@@ -316,10 +322,7 @@ def value_mentions_e2e(records: list[Record], norm: str) -> list[ValueMention]:
     """Spans of normalised text ``norm`` that state a value, with the input record it states or
     None for a value absent from the input (another level of an input slot, a slot not in the
     input, a stray venue). The same rules as :func:`check_e2e`: generic "restaurant" states nothing wrong."""
-    names = [r.value for r in records if r.attribute in ("name", "near")]
-    found = _find_venues(norm, names)
-    said = _verbatim_spans(records, norm, _own_spans(records, found))
-    verbatim = [sp for spans in said.values() for sp in spans]
+    found, said, verbatim = _venues_and_values(records, norm)
     venue_of = {normalise(r.value): i for i, r in enumerate(records) if r.attribute in ("name", "near")}
     venues = [v for v in found if venue_of.get(v[0]) is not None or not _overlaps(v[1:], verbatim)]
     out = [ValueMention(s, e, venue_of.get(v)) for v, s, e in venues]
