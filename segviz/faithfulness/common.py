@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -112,8 +113,10 @@ def totals(reports: Iterable[FaithReport]) -> dict:
 # ----------------------------------------------------------------------------- normalisation
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def normalise(text: str) -> str:
-    """Lower case, accents stripped, apostrophes removed, dashes unified, spaces collapsed."""
+    """Lower case, accents stripped, apostrophes removed, dashes unified, spaces collapsed
+    (remembered: the checker normalises the same venue names and values on every call)."""
     text = strip_accents(text)
     text = text.lower().replace("’", "'").replace("‘", "'").replace("`", "'").replace("'", "")
     text = re.sub(r"[‐‑‒–—]", "-", text)

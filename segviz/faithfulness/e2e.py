@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -73,15 +74,29 @@ def _venue_regex(name: str) -> re.Pattern:
     return re.compile(r"\b(?:" + "|".join(alts) + r")s?\b")
 
 
-_VENUE_RES = {normalise(v): _venue_regex(v) for v in E2E_VENUES}
+def _last_words(name: str) -> tuple[str, ...] | None:
+    """The last word of each spelling :func:`_venue_regex` accepts: a text without any of them
+    cannot mention the venue (None: a spelling without words, always searched)."""
+    words = [normalise(v).split() for v in (name, *_VENUE_ALIASES.get(name, ()))]
+    return None if not all(words) else tuple(w[-1] for w in words)
+
+
+_VENUE_RES = {normalise(v): (_venue_regex(v), _last_words(v)) for v in E2E_VENUES}
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> tuple[re.Pattern, tuple[str, ...] | None]:
+    """(:func:`_venue_regex`, :func:`_last_words`) of a normalised name, the shipped venues' own."""
+    return _VENUE_RES.get(name) or (_venue_regex(name), _last_words(name))
 
 
 def _find_venues(text: str, names: list[str]) -> list[tuple[str, int, int]]:
     """Non-overlapping venue mentions ``(normalised name, start, end)``, longest first."""
     found = []
     for name in dict.fromkeys([normalise(n) for n in names] + list(_VENUE_RES)):
-        rx = _VENUE_RES.get(name) or _venue_regex(name)
-        found += [(name, m.start(), m.end()) for m in rx.finditer(text)]
+        rx, last = _name_pattern(name)
+        if last is None or any(w in text for w in last):  # the regex needs one of them
+            found += [(name, m.start(), m.end()) for m in rx.finditer(text)]
     return _non_overlapping(found, key=lambda f: (f[1], f[2]))
 
 
