@@ -8,6 +8,7 @@ Each rule is a mask over the extended vocabulary of one input, ``n_ext = V + len
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import weakref
@@ -16,13 +17,14 @@ from functools import cached_property
 
 import torch
 
-from segviz.data import Vocab
+from segviz.data import SPECIALS, Vocab
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
     FUNCTION_WORDS,
     MONTHS,
     Record,
     date_month,
+    detokenize,
     doubled_words,
     entity_text,
     is_function_word,
@@ -297,6 +299,27 @@ def repeated_ngram_ends(tokens: list[int], n: int) -> list[int]:
     return [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == prefix]
 
 
+def checker_reading(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None):
+    """``rules.read``: a function of a hypothesis's tokens (extended ids) -> the records (1..K)
+    that the automatic checker of ``rules.dataset`` reads as said in their text, realised or
+    repeated (:func:`segviz.faithfulness.check`), remembered per token sequence; None when the
+    rule is off. Under r / rm it replaces the mention rule's word-by-word reading at each segment's
+    end and decides when the text may end (docs/design.md §6)."""
+    if not rules or not rules.read or not rules.dataset:
+        return None
+    from segviz.faithfulness import check
+
+    words = vocab.itos + oov
+
+    @functools.lru_cache(maxsize=4096)
+    def read(tokens: tuple[int, ...]) -> frozenset:
+        text = detokenize([words[i] for i in tokens if i >= len(SPECIALS)], records)
+        verdicts = check(rules.dataset, records, text).per_record
+        return frozenset(v.index + 1 for v in verdicts if v.status in ("realised", "repeated"))
+
+    return read
+
+
 def doubled_ok(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> frozenset | None:
     """Rule ``doubles`` (session 22): the ids the input itself says twice in a row ("long long"
     of "A Long Long Way"), which may follow themselves; None when the rule is off."""
@@ -364,6 +387,7 @@ class ValueRules:
     doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
+    read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -411,7 +435,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -470,8 +494,11 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     that no date of the input holds (:func:`_month_ids`); ``doubles`` bans the word just said
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
-    (:func:`number_room`, :func:`numbers_spent`). Chosen on the tuning half of dev
-    (docs/design.md §6)."""
+    (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm, part of the
+    checker-guided setting) takes what the automatic checker reads in the text as what it has
+    said: at each segment's end the records it reads said are the mentioned ones, and the text
+    may end only once it reads every record not realised by a segment (:func:`checker_reading`).
+    Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
         raise ValueError(

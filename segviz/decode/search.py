@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -48,6 +49,7 @@ from segviz.decode.rules import (
     _value_forms,
     _value_ids,
     _values_mask,
+    checker_reading,
     doubled,
     doubled_ok,
     entity_starts,
@@ -288,6 +290,7 @@ class _Input:
     spelt: dict = field(default_factory=dict)  # id -> the value or subject word it spells another way (rules.spelling_twins), {} when off
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
     numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
+    read: Callable | None = None  # tokens -> the records the checker reads as said (rules.checker_reading), None when off
 
 
 @dataclass
@@ -406,6 +409,7 @@ class SegmentDecoder:
             twins=_accent_twins(vocab, oov, list(named.values())),
             spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules and rules.spellings else {},
             doubles=doubled_ok(vocab, oov, records, rules), numbers=number_room(vocab, oov, records, rules),
+            read=checker_reading(vocab, oov, records, rules) if mentions else None,
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -452,6 +456,7 @@ class SegmentDecoder:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
             self._mask_once(x, h, row)
+            self._mask_unread(x, h, row)
             if x.sample is not None:
                 w = int(row.argmax())
                 cands.append((h.score + float(row[w]), m, "w", w))
@@ -473,7 +478,7 @@ class SegmentDecoder:
             keep = row[[EOSEG_ID, EOS_ID]].clone()
             row.fill_(-math.inf)
             row[[EOSEG_ID, EOS_ID]] = keep
-        if not self._may_end(x, h):
+        if not x.read and not self._may_end(x, h):  # read: the checker decides last (_mask_unread)
             row[EOS_ID] = -math.inf
         if name_owed:  # a proper name ends its segment only once said whole
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
@@ -552,12 +557,23 @@ class SegmentDecoder:
             return sorted(h.realised | h.mentioned)
         return []
 
+    def _mask_unread(self, x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
+        """*read*: ``<eos>`` only once the checker reads every record that no segment realised
+        (:meth:`_may_end`). The checker is asked only when ``<eos>`` would be among the words
+        taken: banning it changes nothing else, and the checker runs only near the end."""
+        if not x.read or not math.isfinite(row[EOS_ID]):
+            return
+        top = 1 if x.sample is not None else min(x.beam, x.n_ext)
+        if row[EOS_ID] >= row.topk(top).values[-1] and not self._may_end(x, h):
+            row[EOS_ID] = -math.inf
+
     @staticmethod
     def _may_end(x: _Input, h: _SegHyp) -> bool:
         if x.plan:
             return h.plan_pos >= len(x.plan)
         if x.level.cover_all:
-            return (h.realised | h.mentioned) >= x.all_recs
+            said = x.read(tuple(h.tokens)) if x.read and not h.realised >= x.all_recs else h.mentioned
+            return (h.realised | said) >= x.all_recs
         return True
 
     # ----- selection and advancing -------------------------------------------------------
@@ -583,7 +599,8 @@ class SegmentDecoder:
             if kind == "r":
                 new_hyps.append(self._choose_record(x, h, score, v))
             elif v == EOSEG_ID:
-                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False))
+                said = x.read(tuple(h.tokens)) if x.read else h.mentioned  # read: the checker's reading
+                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said))
             else:
                 nh = self._emit(x, h, m, score, v, emitted)
                 if v == EOS_ID:
