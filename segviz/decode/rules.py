@@ -494,8 +494,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     that no date of the input holds (:func:`_month_ids`); ``doubles`` bans the word just said
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
-    (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm, part of the
-    checker-guided setting) takes what the automatic checker reads in the text as what it has
+    (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm; ``e2e-seg``'s
+    rules since session 27) takes what the automatic checker reads in the text as what it has
     said: at each segment's end the records it reads said are the mentioned ones, and the text
     may end only once it reads every record not realised by a segment (:func:`checker_reading`).
     Chosen on the tuning half of dev (docs/design.md §6)."""

@@ -172,7 +172,7 @@ _RULE_OPTIONS = ("content_rule", "mentions")  # what the constraints' search tak
 
 def _unguided(rules: ValueRules) -> ValueRules:
     """``rules`` without the checker's switches: the model's own search (``keep``)."""
-    return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False, close=False, relations=False, read=False)
+    return dataclasses.replace(rules, rerank=False, widen=False, free=False, keep=False, close=False, relations=False)
 
 
 def _free_pick(rules: ValueRules, records: list[Record], own: GenerationResult, label: str) -> GenerationResult | None:
