@@ -52,6 +52,7 @@ from segviz.bench_harness import (  # re-exported: how the benchmarks time and w
     write_json,
 )
 from segviz.data import BOS_ID, Vocab, collate, encode
+from segviz.decode import parse_value_rules
 from segviz.model import ModelConfig, PGModel, SegmentModel, build_model
 
 # ----- 1. training ---------------------------------------------------------------------------
@@ -149,22 +150,27 @@ def _shipped_e2e(n: int, data_dir: Path | None, checkpoints: Path):
     return seg, pg, [e.records for e in unique_inputs(load_split("e2e", "dev", data_dir))][:n]
 
 
-def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS) -> dict:
-    from segviz.decode import CONSTRAINTS, generate_pg, generate_seg
+def bench_decoding(n: int, reps: int, data_dir: Path | None = None, checkpoints: Path = CHECKPOINTS,
+                   rules: str | None = None) -> dict:
+    """ms per example of each search, greedy and beam 5 without value rules (the paper's
+    decoding), and beam 5 with value rules (``beam5_rules``): ``rules`` for the segment model
+    (None: each checkpoint's own, as the app and the CLIs decode), PG with its own."""
+    from segviz.decode import CONSTRAINTS, DEFAULT_VALUE_RULES, generate_pg, generate_seg
 
     try:
         seg, pg, inputs = _shipped_e2e(n, data_dir, checkpoints)
     except Exception as e:  # noqa: BLE001
         return {"skipped": f"needs checkpoints/e2e-seg, checkpoints/e2e-pg and the E2E dev set ({e})"}
-    out: dict = {"inputs": len(inputs)}
-    for beam in (1, 5):
+    out: dict = {"inputs": len(inputs), "rules": rules or seg.default_rules or DEFAULT_VALUE_RULES}
+    for name, beam, seg_rules, pg_rules in (("greedy", 1, None, None), ("beam5", 5, None, None),
+                                            ("beam5_rules", 5, seg.rules(rules), pg.rules())):
         row = {}
         for c in CONSTRAINTS:
-            t = median_time(lambda c=c, beam=beam: [generate_seg(seg.model, seg.vocab, r, c, beam) for r in inputs], reps)
-            row[f"seg_{c}"] = 1000 * t / len(inputs)
-        t = median_time(lambda beam=beam: [generate_pg(pg.model, pg.vocab, r, beam) for r in inputs], reps)
-        row["pg"] = 1000 * t / len(inputs)
-        out["greedy" if beam == 1 else f"beam{beam}"] = row
+            run = lambda c=c, beam=beam, sr=seg_rules: [generate_seg(seg.model, seg.vocab, r, c, beam, rules=sr) for r in inputs]  # noqa: E731
+            row[f"seg_{c}"] = 1000 * median_time(run, reps) / len(inputs)
+        run = lambda beam=beam, pr=pg_rules: [generate_pg(pg.model, pg.vocab, r, beam, rules=pr) for r in inputs]  # noqa: E731
+        row["pg"] = 1000 * median_time(run, reps) / len(inputs)
+        out[name] = row
     return out
 
 
@@ -297,7 +303,7 @@ def bench_scaling(hidden: int, emb: int, V: int, Ks, Ns, reps: int, train_B: int
 
 
 def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | None = None, train_threads: int = 0,
-        train_only: bool = False) -> dict:
+        train_only: bool = False, rules: str | None = None) -> dict:
     hidden, emb = (32, 16) if small else (256, 100)
     res: dict = {"threads": threads, "reps": reps, "hidden": hidden, "emb_dim": emb}
     if not small:
@@ -307,7 +313,7 @@ def run(small: bool = False, threads: int = 1, reps: int = 5, data_dir: Path | N
         return res
     if not small:
         res["training"] = bench_training(hidden, emb, threads, reps)
-        res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir)
+        res["decoding"] = bench_decoding(20, max(1, reps // 2), data_dir, rules=rules)
         res["app"] = bench_app(20, reps, data_dir)
     Ks, Ns = ((4, 8), (2,)) if small else ((4, 8, 16, 32, 64), (2, 8))
     res["scaling"] = bench_scaling(hidden, emb, 200 if small else 1000, Ks, Ns, reps, 4 if small else 16, 8 if small else 30,
@@ -341,10 +347,12 @@ def format_report(res: dict) -> str:
             lines += ["", f"Decoding on E2E dev: skipped ({d['skipped']})"]
         else:
             lines += ["", f"Decoding on E2E dev ({d['inputs']} inputs), ms per example:",
-                      "  search   seg none  seg r  seg rm     pg"]
-            for k in ("greedy", "beam5"):
-                r = d[k]
-                lines.append(f"  {k:7s} {r['seg_none']:8.1f} {r['seg_r']:6.1f} {r['seg_rm']:7.1f} {r['pg']:6.1f}")
+                      "  search       seg none  seg r  seg rm     pg"]
+            for k in ("greedy", "beam5", "beam5_rules"):
+                if r := d.get(k):
+                    lines.append(f"  {k:11s} {r['seg_none']:8.1f} {r['seg_r']:6.1f} {r['seg_rm']:7.1f} {r['pg']:6.1f}")
+            if "rules" in d:
+                lines.append(f"  (beam5_rules: e2e-seg decodes with {d['rules']}, e2e-pg with its own)")
     if "app" in res:
         a = res["app"]
         if "skipped" in a:
@@ -376,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-threads", type=int, default=0, help="threads for the training throughput (0: all cores, as segviz.train)")
     p.add_argument("--train-only", action="store_true", help="only the training throughput of seg and pg")
     p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--value-rules", type=parse_value_rules, default=None,
+                   help="e2e-seg's rules for the decoding row beam5_rules (default: its own, as the app decodes)")
     p.add_argument("--app-latency", action="store_true", help="only the app's latency in Chromium (segviz.latency; its flags follow)")
     args, rest = p.parse_known_args(argv)
     if args.app_latency:  # Generate / posterior view / page switch, click to idle in a real browser
@@ -385,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     t0 = time.perf_counter()
-    res = run(args.small, args.threads, args.reps, args.data_dir, args.train_threads, args.train_only)
+    res = run(args.small, args.threads, args.reps, args.data_dir, args.train_threads, args.train_only, args.value_rules)
     res["seconds"] = time.perf_counter() - t0
     print(format_report(res))
     print(f"\n({res['seconds']:.0f} s)")

@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from conftest import MRS, make_model
+from conftest import DATA_DIR, MRS, ROOT, data_available, make_model
 
 from segviz import bench
 from segviz import checkpoint as ckpt
@@ -117,6 +117,22 @@ def test_align_warns_like_generate(tmp_path, ckpts, capsys):
     warned = [ln for ln in err.splitlines() if ln.startswith("warning:")]
     assert len(warned) == 1 and "row 1" in warned[0] and "colour" in warned[0]
     assert "1 of 2 inputs had warnings" in err
+
+
+@pytest.mark.skipif(not data_available(), reason="needs the E2E dev set")
+def test_bench_decoding_times_the_searches_with_and_without_value_rules():
+    """Session 27: the rows without rules are the paper's search; ``beam5_rules`` decodes as the
+    app does (e2e-seg's own rules, or ``--value-rules``), so a rule's cost is a benchmark figure."""
+    res = bench.bench_decoding(2, 1, DATA_DIR, rules="auto+fillers")
+    assert res["inputs"] == 2 and res["rules"] == "auto+fillers"
+    assert {"greedy", "beam5", "beam5_rules"} <= set(res)
+    assert all(v > 0 for k in ("greedy", "beam5", "beam5_rules") for v in res[k].values())
+    own = bench.bench_decoding(1, 1, DATA_DIR)
+    assert own["rules"] == ckpt.load(ROOT / "checkpoints" / "e2e-seg").default_rules
+    report = bench.format_report({"threads": 1, "reps": 1, "hidden": 1, "emb_dim": 1, "scaling": {"decoding": [], "training": []}, "decoding": res})
+    r = res["beam5_rules"]
+    assert f"beam5_rules {r['seg_none']:8.1f} {r['seg_r']:6.1f} {r['seg_rm']:7.1f} {r['pg']:6.1f}" in report
+    assert "e2e-seg decodes with auto+fillers" in report
 
 
 def test_bench_small_configuration_runs():
