@@ -662,3 +662,36 @@ def test_an_e2e_value_with_underscores_is_a_name_as_the_encoder_read_it(tiny_e2e
         for c in ("none", "r", "rm"):
             assert generate_seg(seg.model, seg.vocab, recs, c, beam=2, rules=rules).tokens
         assert generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules).tokens
+
+
+def test_foreign_never_says_a_training_name_that_the_input_does_not_hold(tiny_e2e):
+    """``foreign`` (session 28): a training name (``rules.known``) that no value or subject of the
+    input holds is never begun by either system ("portland" of "the portland arms"), or, when the
+    input says its first word, never ended ("pub" after "italian"); a name the input holds, inside
+    a longer one too, stays; off, nothing is banned. The tiny models say "italian pub",
+    "riverside area" and "customer rating", so these stand in for training names here."""
+    from segviz.decode.rules import foreign_ends, foreign_names, value_rules
+
+    recs = parse_e2e_mr("name[Eagle Rock], food[Italian], near[Thornbury Abbey]")
+    vocab = Vocab(["the", "eagle", "portland", "arms", "italian", "pub", "rock", "café"])
+    known = frozenset({"the eagle", "the portland arms", "italian pub", "thornbury abbey", "café sicilia"})
+    rules = dataclasses.replace(value_rules("auto+foreign"), known=known)
+    table = foreign_names(vocab, ["thornbury", "abbey"], recs, rules)
+    ids = vocab.stoi
+    assert table == {1: {(): {ids["portland"], ids["café"]}}, 2: {(ids["italian"],): {ids["pub"]}}}  # eagle: held
+    assert sorted(foreign_ends([ids["the"]], table)) == sorted([ids["portland"], ids["café"]])
+    assert sorted(foreign_ends([ids["italian"]], table)) == sorted([ids["portland"], ids["café"], ids["pub"]])
+    assert sorted(foreign_ends([], table)) == sorted([ids["portland"], ids["café"]])
+    assert foreign_names(vocab, [], recs, dataclasses.replace(value_rules("auto"), known=known)) is None
+
+    seg, pg = tiny_e2e
+    names = {"italian pub", "riverside area", "customer rating"}
+    said = {True: [], False: []}
+    for recs in EXAMPLES["e2e"].values():
+        for on in (True, False):
+            rules = dataclasses.replace(value_rules("auto+foreign" if on else "auto"), known=frozenset(names | {"the old mill"}))
+            for out in (generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, rules=rules), generate_pg(pg.model, pg.vocab, recs, beam=2, rules=rules)):
+                text = " ".join(t.lower() for t in out.tokens)
+                said[on] += [n for n in names if n in text] + ["the old mill"] * ("the old mill" in text)
+    assert not set(said[True]) & names and {"italian pub", "riverside area", "customer rating"} <= set(said[False])
+    assert said[True].count("the old mill") == said[False].count("the old mill") == 2  # held by one input: both systems say it

@@ -26,6 +26,8 @@ from segviz.decode.rules import (
     doubled,
     doubled_ok,
     entity_starts,
+    foreign_ends,
+    foreign_names,
     number_room,
     numbers_spent,
     repeated_ngram_ends,
@@ -57,6 +59,7 @@ class _PGInput:
     run_on: dict = field(default_factory=dict)  # unseen name -> ids that would run it on into a value
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
     numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
+    foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -70,6 +73,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
     logp = raw.masked_fill(x.ban, -math.inf)
     for m, h in enumerate(hyps):
         rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
+        rep += foreign_ends(h.tokens, x.foreign)
         if rep:
             logp[m, rep] = -math.inf
         if h.owed:  # a proper name is being copied: only its next token
@@ -110,7 +114,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     inner = _inner_ids(vocab, enc_ex.oov, names, entity_starts(vocab, enc_ex.oov, records))
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, inner,
                  _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules),
-                 number_room(vocab, enc_ex.oov, records, rules))  # fmt: skip
+                 number_room(vocab, enc_ex.oov, records, rules), foreign_names(vocab, enc_ex.oov, records, rules))  # fmt: skip
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

@@ -349,6 +349,37 @@ def numbers_spent(tokens: list[int], room: dict | None) -> list[int]:
     return [i for i, n in room.items() if tokens.count(i) >= n] if room else []
 
 
+def foreign_names(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
+    """Rule ``foreign`` (session 28): the training names (``rules.known``) that the input does not
+    hold, as ``{n: {ids of n - 1 words: ids of the word banned after them}}``; None when the rule
+    is off. A name is read from its first content word ("the portland arms" -> portland arms) and
+    is held when its words stand in a row in one of the input's values or subjects ("eagle" of an
+    invented "Eagle Rock"). A name whose first word no value or subject of the input says may not
+    begin ("portland" is banned, ``n = 1``); one that begins with such a word may not end ("king"
+    after "burger" of an invented "Burger Palace"). A model that has learnt a venue may say it of
+    a venue it has not seen ("… Its near the portland arms." of ``near[Thornbury Abbey]``)."""
+    if not (rules and rules.foreign and rules.known):
+        return None
+    held = [_slot(text) for r in records for text in (r.value, r.subject or "")]
+    said = {w for h in held for w in h}
+    out: dict[int, dict[tuple, set]] = {}
+    for name in rules.known:
+        words = tuple(_name_words(name, entity=True))
+        n = len(words)
+        if not words or any(any(h[j : j + n] == words for j in range(len(h) - n + 1)) for h in held):
+            continue
+        if ids := _spell(vocab, oov, words if words[0] in said else words[:1]):
+            out.setdefault(len(ids), {}).setdefault(ids[:-1], set()).add(ids[-1])
+    return out
+
+
+def foreign_ends(tokens: list[int], table: dict | None) -> list[int]:
+    """The ids that would end a name of ``table`` (:func:`foreign_names`) after ``tokens``."""
+    if not table:
+        return []
+    return [i for n, ends in table.items() if len(tokens) >= n - 1 for i in ends.get(tuple(tokens[len(tokens) - n + 1 :]), ())]
+
+
 @dataclass(frozen=True)
 class ValueRules:
     """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
@@ -388,6 +419,7 @@ class ValueRules:
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
+    foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -435,7 +467,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -497,7 +529,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm; ``e2e-seg``'s
     rules since session 27) takes what the automatic checker reads in the text as what it has
     said: at each segment's end the records it reads said are the mentioned ones, and the text
-    may end only once it reads every record not realised by a segment (:func:`checker_reading`).
+    may end only once it reads every record not realised by a segment (:func:`checker_reading`);
+    ``foreign`` never lets a text begin (or, when the input says its first word, end) a training
+    name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`).
     Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

@@ -53,6 +53,8 @@ from segviz.decode.rules import (
     doubled,
     doubled_ok,
     entity_starts,
+    foreign_ends,
+    foreign_names,
     longer_than,
     number_room,
     numbers_spent,
@@ -291,6 +293,7 @@ class _Input:
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
     numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
     read: Callable | None = None  # tokens -> the records the checker reads as said (rules.checker_reading), None when off
+    foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
 
 
 @dataclass
@@ -410,6 +413,7 @@ class SegmentDecoder:
             spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules and rules.spellings else {},
             doubles=doubled_ok(vocab, oov, records, rules), numbers=number_room(vocab, oov, records, rules),
             read=checker_reading(vocab, oov, records, rules) if mentions else None,
+            foreign=foreign_names(vocab, oov, records, rules),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -452,6 +456,7 @@ class SegmentDecoder:
             if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
                 row[~x.func_all] = -math.inf
             rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
+            rep += foreign_ends(h.tokens, x.foreign)
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
