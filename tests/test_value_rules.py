@@ -695,3 +695,43 @@ def test_foreign_never_says_a_training_name_that_the_input_does_not_hold(tiny_e2
                 said[on] += [n for n in names if n in text] + ["the old mill"] * ("the old mill" in text)
     assert not set(said[True]) & names and {"italian pub", "riverside area", "customer rating"} <= set(said[False])
     assert said[True].count("the old mill") == said[False].count("the old mill") == 2  # held by one input: both systems say it
+
+
+def test_spent_bans_the_words_of_records_said_before_the_segment_began(tiny_e2e):
+    """``spent`` (session 28): under +R / +RM / a plan a segment says no lexicon word whose
+    attributes only records said before it began hold ("… and is also very good for the whole
+    family" after "it is kid friendly"); a word of the input, or one an attribute of which the
+    input lacks, is never banned; off, nothing is."""
+    from segviz.decode.rules import spent_groups, spent_ids, value_rules
+
+    recs = parse_e2e_mr("name[Family Kitchen], priceRange[cheap], familyFriendly[yes], customer rating[low]")
+    lex = {"family": ["attr:familyFriendly"], "whole": ["attr:familyFriendly"], "kid": ["attr:familyFriendly"],
+           "price": ["attr:priceRange"], "low": ["attr:priceRange", "attr:customer rating"],
+           "river": ["attr:area"], "the": []}  # fmt: skip
+    vocab = Vocab(list(lex))
+    rules = dataclasses.replace(value_rules("auto+spent"), lexicon={w: frozenset(fs) for w, fs in lex.items()})
+    groups = spent_groups(vocab, [], recs, rules)
+    ids = vocab.stoi
+    assert sorted((sorted(g), sorted(i)) for g, i in groups) == [([2], [ids["price"]]), ([3], sorted([ids["whole"], ids["kid"]]))]
+    assert sorted(spent_ids(groups, frozenset({1, 3}))) == sorted([ids["whole"], ids["kid"]])  # "family": the name's
+    assert spent_ids(groups, frozenset({2, 4})) == [ids["price"]] and spent_ids(groups, frozenset()) == []
+    assert spent_ids(None, frozenset({1, 2, 3})) == [] and spent_groups(vocab, [], recs, value_rules("auto")) is None
+
+    seg, _ = tiny_e2e  # the tiny model says "customer rating" again and again
+    faults = {True: 0, False: 0}
+    for recs in EXAMPLES["e2e"].values():
+        lex: dict[str, frozenset] = {}
+        for r in recs[1:]:  # an attribute's words and its value's
+            for w in {*tokenize(r.attribute.lower()), *lexicon.value_words([r])}:
+                lex[w] = lex.get(w, frozenset()) | {f"attr:{r.attribute}"}
+        held = {t for r in recs for t in r.value_tokens}
+        for on, plan in ((True, None), (False, None), (True, list(range(len(recs), 0, -1)))):
+            rules = dataclasses.replace(value_rules("auto+spent" if on else "auto"), lexicon=lex)
+            out = generate_seg(seg.model, seg.vocab, recs, "rm", beam=2, plan=plan, rules=rules)
+            said: set[int] = set()  # records realised before the segment
+            for s, e, k in out.segments:
+                words = {t.lower() for t in out.tokens[s:e]} & lex.keys() - {t.lower() for t in held}
+                owners = [{j for j, r in enumerate(recs, 1) if f"attr:{r.attribute}" in lex[w]} for w in words]
+                faults[on] += sum(bool(o) and o <= said - {k} for o in owners)
+                said |= {k} if k else set()
+    assert faults[True] == 0 and faults[False] > 0, faults

@@ -380,6 +380,31 @@ def foreign_ends(tokens: list[int], table: dict | None) -> list[int]:
     return [i for n, ends in table.items() if len(tokens) >= n - 1 for i in ends.get(tuple(tokens[len(tokens) - n + 1 :]), ())]
 
 
+def spent_groups(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list | None:
+    """Rule ``spent`` (session 28): the lexicon words (:mod:`segviz.lexicon`) whose ``attr:``
+    features are all attributes of the input, as ``[(ids of the records that hold them, word
+    ids)]``; a word of the input's values and subjects is never one. None when the rule is off."""
+    if not (rules and rules.spent and rules.lexicon):
+        return None
+    holders: dict[str, set[int]] = {}
+    for k, r in enumerate(records, 1):
+        holders.setdefault(r.attribute, set()).add(k)
+    words = {t for r in records for text in (r.value, r.subject or "") for t in _slot(text)}
+    groups: dict[frozenset, list[int]] = {}
+    for w, fs in rules.lexicon.items():
+        attrs = {f[5:] for f in fs if f.startswith("attr:")}
+        if attrs and attrs <= holders.keys() and w not in words and (i := _ext_id(vocab, oov, w)) is not None:
+            groups.setdefault(frozenset().union(*(holders[a] for a in attrs)), []).append(i)
+    return list(groups.items())
+
+
+def spent_ids(groups: list | None, said: frozenset) -> list[int]:
+    """The ids of ``groups`` (:func:`spent_groups`) whose attributes only records of ``said``
+    hold: words that could only say again what the text has said ("… and is also very good for
+    the whole family" after "it is not kid friendly")."""
+    return [i for held, ids in groups if held <= said for i in ids] if groups else []
+
+
 @dataclass(frozen=True)
 class ValueRules:
     """Decoding rules for values (docs/design.md §6): ``absent`` and ``own`` read the value lexicon
@@ -419,6 +444,7 @@ class ValueRules:
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
+    spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
@@ -467,7 +493,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -531,7 +557,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     said: at each segment's end the records it reads said are the mentioned ones, and the text
     may end only once it reads every record not realised by a segment (:func:`checker_reading`);
     ``foreign`` never lets a text begin (or, when the input says its first word, end) a training
-    name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`).
+    name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`); ``spent``
+    (under r / rm / a plan) bans in a segment the lexicon words whose attributes only records said
+    before the segment began hold (:func:`spent_groups`, :func:`spent_ids`).
     Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

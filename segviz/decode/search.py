@@ -60,6 +60,8 @@ from segviz.decode.rules import (
     numbers_spent,
     repeated_ngram_ends,
     spelling_twins,
+    spent_groups,
+    spent_ids,
 )
 from segviz.model import SegEncoding, SegmentModel
 from segviz.records import Record
@@ -250,6 +252,7 @@ class _SegHyp:
     named: bool = False  # the current segment has said its record's proper name whole
     subject_said: bool = True  # the current record's unseen subject is in the text (WebNLG)
     filler: bool = False  # a realised record's segment again: function words and punctuation only
+    before: frozenset = frozenset()  # records realised or mentioned before the current segment began (rules.spent)
 
 
 @dataclass
@@ -294,6 +297,7 @@ class _Input:
     numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
     read: Callable | None = None  # tokens -> the records the checker reads as said (rules.checker_reading), None when off
     foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
+    spent: list | None = None  # lexicon words grouped by the records that hold their attributes (rules.spent_groups), None when off
 
 
 @dataclass
@@ -414,6 +418,7 @@ class SegmentDecoder:
             doubles=doubled_ok(vocab, oov, records, rules), numbers=number_room(vocab, oov, records, rules),
             read=checker_reading(vocab, oov, records, rules) if mentions else None,
             foreign=foreign_names(vocab, oov, records, rules),
+            spent=spent_groups(vocab, oov, records, rules) if level.no_repeat or planned else None,
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -456,7 +461,7 @@ class SegmentDecoder:
             if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
                 row[~x.func_all] = -math.inf
             rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
-            rep += foreign_ends(h.tokens, x.foreign)
+            rep += foreign_ends(h.tokens, x.foreign) + spent_ids(x.spent, h.before)
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
@@ -631,6 +636,7 @@ class SegmentDecoder:
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
             plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
             named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j), x.twins),
+            before=(h.realised | h.mentioned) - {j},
         )  # fmt: skip
 
     @staticmethod
