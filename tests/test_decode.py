@@ -290,6 +290,32 @@ def test_shipped_read_does_not_say_a_rating_twice(shipped):
     assert report.errors == 0 and "low" in after.text.lower(), after.text
 
 
+@pytest.mark.parametrize(
+    "mr, said_twice",
+    [  # session 28, report half: a closed-set text and an unseen-value text
+        ("name[Fitzbillies], eatType[bistro], food[Brazilian], priceRange[moderate], "
+         "customer rating[1 out of 5], area[docklands], familyFriendly[yes]", "repeated"),
+        ("name[Bramblewood Kitchen], eatType[coffee shop], food[Chinese], priceRange[less than £20], "
+         "customer rating[low], area[riverside], familyFriendly[yes], near[Thornbury Abbey]", "n_hallucinated"),
+    ],
+)
+def test_shipped_foreign_spent_say_each_record_once(shipped, mr, said_twice):
+    """Without ``foreign`` and ``spent`` (e2e-seg's rules since session 28) +RM said
+    ``familyFriendly`` again in the bistro's segment ("… it is a kid friendly bistro"), and ended
+    a text with a training venue the input does not hold ("… Its near the portland arms."); with
+    them both texts say every record once and nothing else."""
+    from segviz.records import parse_e2e_mr
+
+    records, rules = parse_e2e_mr(mr), shipped.rules()
+    assert rules.foreign and rules.spent
+    before = generate_seg(
+        shipped.model, shipped.vocab, records, "rm", beam=5, rules=replace(rules, foreign=False, spent=False)
+    )
+    assert getattr(check("e2e", records, before.text), said_twice) == 1, before.text
+    after = generate_seg(shipped.model, shipped.vocab, records, "rm", beam=5, rules=rules)
+    assert check("e2e", records, after.text).errors == 0, after.text
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)
