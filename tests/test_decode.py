@@ -316,6 +316,22 @@ def test_shipped_foreign_spent_say_each_record_once(shipped, mr, said_twice):
     assert check("e2e", records, after.text).errors == 0, after.text
 
 
+def test_shipped_text_does_not_end_inside_a_name_at_the_length_limit(shipped):
+    """Session 29, tune half's closed sets: the length budget let +RM end a text inside the
+    invented venue kind it was copying ("… at the moment it is a wine"), which ``<eos>`` may not
+    do while a name is owed (``_mask_structure``); now a hypothesis at the limit ends only as
+    ``<eos>`` would, and the beam finds "… eat at a wine bar."."""
+    from segviz.records import parse_e2e_mr
+
+    records = parse_e2e_mr(
+        "name[Cocum], eatType[wine bar], food[Mexican], priceRange[cheap], customer rating[average], "
+        "familyFriendly[yes]"
+    )
+    r = generate_seg(shipped.model, shipped.vocab, records, "rm", beam=5, rules=shipped.rules())
+    assert "wine bar" in r.text and check("e2e", records, r.text).errors == 0, r.text
+    assert len(r.tokens) < 3 * sum(len(rec.tokens) for rec in records) + 20  # ended by <eos>, not the limit
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)

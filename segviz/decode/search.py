@@ -80,6 +80,12 @@ def _has(tokens: list[int], phrase: tuple | None, twins: dict[int, int] | None =
     return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
+def _name_owed(x, h) -> bool:
+    """``ValueRules.names``: the current segment owes its record's proper name (or its unseen
+    subject) and may not end, nor may the text, until it is said whole."""
+    return (bool(x.must.get(h.k)) and not h.named or not h.subject_said) and not h.filler
+
+
 def _owed_len(x, h) -> int:
     """Tokens a segment may run past ``L`` while a name is owed: its value's and its subject's."""
     value = max(map(len, x.must[h.k])) if x.must.get(h.k) and not h.named else 0
@@ -481,7 +487,7 @@ class SegmentDecoder:
         """Where the segment may end (``$``) and the text may end (``<eos>``): segments are
         non-empty and cut at ``L`` tokens; ``<eos>`` waits for the constraint level or plan; a
         proper name owed and (content rule) a segment that has said nothing yet keep it open."""
-        name_owed = (bool(x.must.get(h.k)) and not h.named or not h.subject_said) and not h.filler
+        name_owed = _name_owed(x, h)
         if h.seg_len == 0:  # segments are non-empty
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
         elif h.seg_len >= x.L + (_owed_len(x, h) if name_owed else 0):  # cut
@@ -616,7 +622,7 @@ class SegmentDecoder:
                 if v == EOS_ID:
                     finished.append(nh)
                 elif len(nh.tokens) >= x.max_len:  # length budget spent: keep it only if it may end
-                    if self._may_end(x, nh):
+                    if self._may_end(x, nh) and not _name_owed(x, nh):  # as <eos> would (_mask_structure)
                         finished.append(nh)
                 else:
                     new_hyps.append(nh)
