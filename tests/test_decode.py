@@ -300,7 +300,7 @@ def test_shipped_read_does_not_say_a_rating_twice(shipped):
     ],
 )
 def test_shipped_foreign_spent_say_each_record_once(shipped, mr, said_twice):
-    """Without ``foreign`` and ``spent`` (e2e-seg's rules since session 28) +RM said
+    """Without ``foreign`` and ``spent`` (e2e-seg's rules since session 29) +RM said
     ``familyFriendly`` again in the bistro's segment ("… it is a kid friendly bistro"), and ended
     a text with a training venue the input does not hold ("… Its near the portland arms."); with
     them both texts say every record once and nothing else."""
