@@ -170,6 +170,29 @@ def date_month(value: str) -> str | None:
     return MONTHS[int(date.group(1)) - 1] if date and 1 <= int(date.group(1)) <= 12 else None
 
 
+def _ordinal(day: int) -> str:
+    """The suffix of a day of the month written as an ordinal: 1 "st", 2 "nd", 3 "rd", 11 "th"."""
+    return "th" if 10 < day < 14 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+
+
+def date_spellings(value: str) -> list[tuple[str, ...]]:
+    """Token sequences of a date value written out as WebNLG's training references write it and
+    its checker reads it (``faithfulness.webnlg._date_forms``): ``"1874-11-13"`` -> "1874 - 11 -
+    13", "november 13 , 1874", "13 th of november 1874", "11 / 13 / 1874", … (the ``dates`` rule,
+    docs/design.md §6). Written out, a day is said without its leading zero; [] for any other value."""
+    month = date_month(value)
+    if month is None:
+        return []
+    y, mo, d = entity_text(value).strip().split("-")
+    day, th = str(int(d)), _ordinal(int(d))
+    out = [(y, "-", mo, "-", d)]
+    out += [(month, day, *o, *c, y) for o in ((), (th,)) for c in ((), (",",))]  # november 13 th , 1874
+    out += [(day, *o, month, *c, y) for o in ((), (th,), (th, "of")) for c in ((), (",",))]  # 13 th of november 1874
+    for m, dd in dict.fromkeys([(mo, d), (str(int(mo)), day)]):  # 11 / 13 / 1874, 13 / 11 / 1874
+        out += [(m, "/", dd, "/", y), (dd, "/", m, "/", y)]
+    return list(dict.fromkeys(out))
+
+
 # A token is a run of word characters (letters, digits, with inner . or , for numbers like 3.5
 # and 1,000, and an exponent: 6.5e+11 is one word, session 22), a word with its possessive
 # apostrophe (Martyrs'), a possessive 's after a word that has an apostrophe already

@@ -735,3 +735,38 @@ def test_spent_bans_the_words_of_records_said_before_the_segment_began(tiny_e2e)
                 faults[on] += sum(bool(o) and o <= said - {k} for o in owners)
                 said |= {k} if k else set()
     assert faults[True] == 0 and faults[False] > 0, faults
+
+
+def test_dates_write_a_begun_date_out_whole_and_once():
+    """``dates`` (session 30): a date's spellings are the forms WebNLG's references write and its
+    checker reads; once a segment says the first word of one, the date is owed whole ("13" goes
+    on "th", "november" or "/", never back to "13" for the year); once said, its first words
+    are banned (but those another record holds) and no spelling of it is finished a second time. Off, there are no spellings."""
+    from segviz.decode.rules import _owed_after, date_phrases, dates_again, dates_open, value_rules
+    from segviz.records import date_spellings, parse_webnlg_triples
+
+    forms = date_spellings('"1874-11-13"')
+    assert ("1874", "-", "11", "-", "13") in forms and ("november", "13", ",", "1874") in forms
+    assert ("13", "th", "of", "november", "1874") in forms and ("11", "/", "13", "/", "1874") in forms
+    assert ("march", "4", "th", ",", "1953") in date_spellings("1953-03-04")  # no leading zero, 4 th
+    assert ("22", "nd", "november", "1988") in date_spellings("1988-11-22")
+    assert ("1", "st", "of", "september", "1969") in date_spellings("1969-09-01")
+    assert date_spellings("1891") == [] and date_spellings('"2011-13-40"') == [] and date_spellings("Dallas") == []
+
+    recs = parse_webnlg_triples(["Ataturk_Monument | inaugurationDate | 1874-11-13", "Ataturk_Monument | location | Turkey"])
+    vocab = Vocab(["13", "th", "of", "november", "-", "11", "/", ",", "inaugurated", "on", "nov", "oct"])
+    dates = date_phrases(vocab, ["1874"], recs, value_rules("auto+dates"))
+    assert list(dates) == [1] and date_phrases(vocab, ["1874"], recs, value_rules("auto")) == {}
+    ids = lambda *ws: tuple(len(vocab) if w == "1874" else vocab.stoi[w] for w in ws)  # noqa: E731
+    forms = dates[1].spellings
+    assert all(s in forms for s in (ids("1874", "-", "11", "-", "13"), ids("13", "th", "of", "november", "1874")))
+    assert dates[1].starts == set(ids("1874", "november", "13", "11", "nov"))  # not "oct", no word of Turkey's record
+    owed = _owed_after((), forms, vocab.stoi["13"])  # "13" begun: what may come next
+    assert {rest[0] for rest in owed} == set(ids("th", "november", "/"))
+    owed = _owed_after(_owed_after(owed, forms, vocab.stoi["/"]), forms, vocab.stoi["11"])
+    assert owed == (ids("/", "1874"),)  # "13 / 11" ends "/ 1874", not "/ 13"
+    said = list(ids("on", "november", "13", ",", "1874", "on"))
+    assert dates_open(said[:4], dates[1]) == forms and dates_open(said, dates[1]) == [] and dates_open(said, None) == []
+    again = dates_again(said + list(ids("november", "13", ",")), dates)  # begin it again: no; finish it: no
+    assert set(again) == set(ids("1874", "november", "13", "11", "nov")) and again[-1] == ids("1874")[0]
+    assert dates_again(said[:4], dates) == [] and dates_again(said, {}) == []

@@ -23,6 +23,9 @@ from segviz.decode.rules import (
     _phrases,
     _ran_on,
     _run_on,
+    date_phrases,
+    dates_again,
+    dates_open,
     doubled,
     doubled_ok,
     entity_starts,
@@ -60,6 +63,7 @@ class _PGInput:
     doubles: frozenset | None = None  # ids the input says twice in a row (rules.doubled_ok), None when the rule is off
     numbers: dict | None = None  # number id -> how often the input holds it (rules.number_room), None when the rule is off
     foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
+    dates: dict = field(default_factory=dict)  # k -> its date written out, copied whole once begun (rules.date_phrases)
 
 
 def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
@@ -73,7 +77,7 @@ def _token_logp(model: PGModel, x: _PGInput, hyps: list[_PGHyp]):
     logp = raw.masked_fill(x.ban, -math.inf)
     for m, h in enumerate(hyps):
         rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
-        rep += foreign_ends(h.tokens, x.foreign)
+        rep += foreign_ends(h.tokens, x.foreign) + dates_again(h.tokens, x.dates)
         if rep:
             logp[m, rep] = -math.inf
         if h.owed:  # a proper name is being copied: only its next token
@@ -94,7 +98,7 @@ def _expand(x: _PGInput, hyps: list[_PGHyp], logp, alpha, state, finished: list[
         m, w = divmod(idx, x.n_ext)
         h = hyps[m]
         nh = _PGHyp(float(flat[idx]), h.tokens + [w], h.attn + [alpha[m]], (state[0][m], state[1][m], state[2][m]),
-                    _owed_after(h.owed, x.names, w))  # fmt: skip
+                    _owed_after(h.owed, x.names + [s for f in x.dates.values() for s in dates_open(h.tokens, f)], w))  # fmt: skip
         (finished if w == EOS_ID else new).append(nh)
         if len(new) >= x.beam:
             break
@@ -114,7 +118,8 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     inner = _inner_ids(vocab, enc_ex.oov, names, entity_starts(vocab, enc_ex.oov, records))
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, inner,
                  _run_on(vocab, enc_ex.oov, records, rules, names), doubled_ok(vocab, enc_ex.oov, records, rules),
-                 number_room(vocab, enc_ex.oov, records, rules), foreign_names(vocab, enc_ex.oov, records, rules))  # fmt: skip
+                 number_room(vocab, enc_ex.oov, records, rules), foreign_names(vocab, enc_ex.oov, records, rules),
+                 date_phrases(vocab, enc_ex.oov, records, rules))  # fmt: skip
     st = model.start_state(x.enc)
     hyps = [_PGHyp(0.0, [], [], (st[0][0], st[1][0], st[2][0]))]
     finished: list[_PGHyp] = []

@@ -14,6 +14,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import torch
 
@@ -24,6 +25,7 @@ from segviz.records import (  # noqa: F401
     MONTHS,
     Record,
     date_month,
+    date_spellings,
     detokenize,
     doubled_words,
     entity_text,
@@ -349,6 +351,52 @@ def numbers_spent(tokens: list[int], room: dict | None) -> list[int]:
     return [i for i, n in room.items() if tokens.count(i) >= n] if room else []
 
 
+class DateForms(NamedTuple):
+    """``rules.dates``: one record's date written out (:func:`date_phrases`)."""
+
+    spellings: list[tuple]  # extended-id sequences of the date written out
+    starts: frozenset[int]  # their first words and the month's abbreviations that no other record of the input holds
+
+
+def date_phrases(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict[int, DateForms]:
+    """Rule ``dates`` (session 30): record id (1..K) -> its date value written out
+    (:func:`segviz.records.date_spellings`). Once its record's segment says the first word of a
+    spelling, the date is copied whole in one of them, as a proper name is (:func:`_owed_after`,
+    :func:`dates_open`): a model writing out a date it has not seen copies one figure for another
+    ("13-11-13" of ``1874-11-13``). Once said, it is not begun again (:func:`dates_again`). {}
+    when the rule is off."""
+    if not (rules and rules.dates):
+        return {}
+    out = {}
+    for k, r in enumerate(records, 1):
+        ids = [s for w in date_spellings(r.value) if None not in (s := tuple(_ext_id(vocab, oov, t) for t in w))]
+        held = {_ext_id(vocab, oov, t.lower()) for j, q in enumerate(records, 1) if j != k for t in q.tokens}
+        month = set(_ids(vocab, oov, {w for w, m in _MONTH_WORDS.items() if m == date_month(r.value)}))  # "feb" too
+        if ids:
+            out[k] = DateForms(ids, frozenset({s[0] for s in ids} | month) - held)
+    return out
+
+
+def _said_whole(tokens: list[int], spellings: list[tuple]) -> bool:
+    """Whether ``tokens`` hold one of ``spellings`` (extended-id sequences) whole."""
+    return any(tuple(tokens[i : i + len(s)]) == s for s in spellings for i in range(len(tokens) - len(s) + 1))
+
+
+def dates_open(tokens: list[int], forms: DateForms | None) -> list[tuple]:
+    """``rules.dates``: the spellings of a date (:func:`date_phrases`) a segment that begins one
+    must finish, until ``tokens`` have said the date whole; then none."""
+    return [] if not forms or _said_whole(tokens, forms.spellings) else forms.spellings
+
+
+def dates_again(tokens: list[int], dates: dict[int, DateForms]) -> list[int]:
+    """``rules.dates``: the words that would say a date of ``dates`` (:func:`date_phrases`) a
+    second time once ``tokens`` hold it whole: the first words of its spellings and its month's
+    abbreviations ("feb"), but those another record holds, and the last word of a spelling whose other words ``tokens`` end with ("… on
+    july 23 rd, 1927 and was born on july 23 rd," does not go on "1927")."""
+    said = [f for f in dates.values() if _said_whole(tokens, f.spellings)]
+    return [w for f in said for w in f.starts] + [s[-1] for f in said for s in f.spellings if _ends_with(tokens, s[:-1])]
+
+
 def foreign_names(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
     """Rule ``foreign`` (session 28): the training names (``rules.known``) that the input does not
     hold, as ``{n: {ids of n - 1 words: ids of the word banned after them}}``; None when the rule
@@ -446,6 +494,7 @@ class ValueRules:
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
     spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
+    dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -493,7 +542,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -559,7 +608,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     ``foreign`` never lets a text begin (or, when the input says its first word, end) a training
     name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`); ``spent``
     (under r / rm / a plan) bans in a segment the lexicon words whose attributes only records said
-    before the segment began hold (:func:`spent_groups`, :func:`spent_ids`).
+    before the segment began hold (:func:`spent_groups`, :func:`spent_ids`); ``dates`` has a
+    record's segment that begins its date write it out whole (:func:`date_phrases`).
     Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

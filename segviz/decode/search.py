@@ -50,6 +50,9 @@ from segviz.decode.rules import (
     _value_ids,
     _values_mask,
     checker_reading,
+    date_phrases,
+    dates_again,
+    dates_open,
     doubled,
     doubled_ok,
     entity_starts,
@@ -304,6 +307,7 @@ class _Input:
     read: Callable | None = None  # tokens -> the records the checker reads as said (rules.checker_reading), None when off
     foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
     spent: list | None = None  # lexicon words grouped by the records that hold their attributes (rules.spent_groups), None when off
+    dates: dict = field(default_factory=dict)  # k -> its date written out, copied whole once begun (rules.date_phrases), {} when off
 
 
 @dataclass
@@ -425,6 +429,7 @@ class SegmentDecoder:
             read=checker_reading(vocab, oov, records, rules) if mentions else None,
             foreign=foreign_names(vocab, oov, records, rules),
             spent=spent_groups(vocab, oov, records, rules) if level.no_repeat or planned else None,
+            dates=date_phrases(vocab, oov, records, rules),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -467,7 +472,7 @@ class SegmentDecoder:
             if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
                 row[~x.func_all] = -math.inf
             rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
-            rep += foreign_ends(h.tokens, x.foreign) + spent_ids(x.spent, h.before)
+            rep += foreign_ends(h.tokens, x.foreign) + spent_ids(x.spent, h.before) + dates_again(h.tokens, x.dates)
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
@@ -660,7 +665,7 @@ class SegmentDecoder:
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
             content=h.content or _says(x, h.k, v),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
-            owed=_owed_after(h.owed, x.phrases.get(h.k, []), v), named=h.named or said,
+            owed=_owed_after(h.owed, x.phrases.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
         )  # fmt: skip
 
