@@ -332,6 +332,25 @@ def test_shipped_text_does_not_end_inside_a_name_at_the_length_limit(shipped):
     assert len(r.tokens) < 3 * sum(len(rec.tokens) for rec in records) + 20  # ended by <eos>, not the limit
 
 
+def test_shipped_webnlg_dates_write_an_unseen_date_out_whole():
+    """Session 30, tune half's figures suite: without ``dates`` (webnlg-seg's rules since session
+    30) +RM wrote an invented date with one figure for another ("… inaugurated on 13-11-13." of
+    ``1874-11-13``); with it the date is written out whole, and the checker finds every record
+    said once."""
+    from segviz.records import parse_webnlg_triples
+
+    web = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    records = parse_webnlg_triples(
+        ['Atatürk_Monument_(İzmir) | inaugurationDate | "1874-11-13"', "Atatürk_Monument_(İzmir) | location | Turkey"]
+    )
+    rules = web.rules()
+    assert rules.dates
+    before = generate_seg(web.model, web.vocab, records, "rm", beam=5, rules=replace(rules, dates=False))
+    assert "13-11-13" in before.text and check("webnlg", records, before.text).errors == 1, before.text
+    after = generate_seg(web.model, web.vocab, records, "rm", beam=5, rules=rules)
+    assert "1874" in after.text and check("webnlg", records, after.text).errors == 0, after.text
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)
