@@ -391,8 +391,9 @@ def dates_open(tokens: list[int], forms: DateForms | None) -> list[tuple]:
 def dates_again(tokens: list[int], dates: dict[int, DateForms]) -> list[int]:
     """``rules.dates``: the words that would say a date of ``dates`` (:func:`date_phrases`) a
     second time once ``tokens`` hold it whole: the first words of its spellings and its month's
-    abbreviations ("feb"), but those another record holds, and the last word of a spelling whose other words ``tokens`` end with ("… on
-    july 23 rd, 1927 and was born on july 23 rd," does not go on "1927")."""
+    abbreviations ("feb"), but those another record holds, and the last word of a spelling whose
+    other words ``tokens`` end with ("… on july 23 rd, 1927 and was born on july 23 rd," does not
+    go on "1927")."""
     said = [f for f in dates.values() if _said_whole(tokens, f.spellings)]
     return [w for f in said for w in f.starts] + [s[-1] for f in said for s in f.spellings if _ends_with(tokens, s[:-1])]
 
