@@ -377,9 +377,20 @@ def date_phrases(vocab: Vocab, oov: list[str], records: list[Record], rules: Val
     return out
 
 
+def _has(tokens: list[int], phrase: tuple | None, twins: dict[int, int] | None = None) -> bool:
+    """Whether ``tokens`` contain ``phrase`` (True when there is none); with ``twins``
+    (:func:`_accent_twins`) a word and its unaccented twin count as the same word."""
+    if not phrase:
+        return True
+    if twins:
+        tokens, phrase = [twins.get(t, t) for t in tokens], tuple(twins.get(t, t) for t in phrase)
+    n = len(phrase)
+    return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
+
+
 def _said_whole(tokens: list[int], spellings: list[tuple]) -> bool:
     """Whether ``tokens`` hold one of ``spellings`` (extended-id sequences) whole."""
-    return any(tuple(tokens[i : i + len(s)]) == s for s in spellings for i in range(len(tokens) - len(s) + 1))
+    return any(_has(tokens, s) for s in spellings)
 
 
 def dates_open(tokens: list[int], forms: DateForms | None) -> list[tuple]:

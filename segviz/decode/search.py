@@ -32,6 +32,7 @@ from segviz.decode.rules import (
     _entities,
     _force,
     _function_mask,
+    _has,
     _inner_ids,
     _just_said,
     _mentioned_now,
@@ -70,17 +71,6 @@ from segviz.model import SegEncoding, SegmentModel
 from segviz.records import Record
 
 Cand = tuple[float, int, str, int]  # (score, hypothesis index, "w" word / "r" record, id)
-
-
-def _has(tokens: list[int], phrase: tuple | None, twins: dict[int, int] | None = None) -> bool:
-    """Whether ``tokens`` contain ``phrase`` (True when there is none); with ``twins``
-    (:func:`_accent_twins`) a word and its unaccented twin count as the same word."""
-    if not phrase:
-        return True
-    if twins:
-        tokens, phrase = [twins.get(t, t) for t in tokens], tuple(twins.get(t, t) for t in phrase)
-    n = len(phrase)
-    return any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens) - n + 1))
 
 
 def _name_owed(x, h) -> bool:
