@@ -56,21 +56,41 @@ class Checkpoint:
     known_names: frozenset = frozenset()  # proper names of the training inputs (lexicon.json "names")
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (lexicon.json "segments")
     relation_words: dict = field(default_factory=dict)  # word -> attributes (lexicon.json "relations")
+    _partner: Checkpoint | None = field(default=None, repr=False, compare=False)  # partner(), once loaded
 
-    def rules(self, name: str | None = None):
+    def rules(self, name: str | None = None, partner: Checkpoint | None = None):
         """The decoding :class:`segviz.decode.ValueRules` called ``name`` with this checkpoint's
         lexicon; by default the ones chosen for it on the tuning half (``lexicon.json``), else
-        :data:`segviz.decode.DEFAULT_VALUE_RULES`."""
+        :data:`segviz.decode.DEFAULT_VALUE_RULES`. With ``second`` on, a segment model's rules
+        read the PG checkpoint ``partner`` (default: :meth:`partner`); a PG reads its own text
+        and ``second`` is off for it."""
         from segviz import datasets
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
         if rules is None:
             return None
+        second = rules.second and isinstance(self.model, SegmentModel)
         return dataclasses.replace(
             rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words,
             relation_words=self.relation_words, closed=datasets.get(self.dataset).closed_values,
+            second=second, partner=(partner or self.partner()) if second else None,
         )  # fmt: skip
+
+    def partner(self) -> Checkpoint:
+        """The PG checkpoint beside this one (``<dataset>-pg`` in the same folder, as
+        ``checkpoints/`` and ``scripts/train_all.sh`` lay them out), which the ``second`` rule
+        reads; loaded once. Raises :class:`CheckpointError` when there is none."""
+        if self._partner is None:
+            where = self.path.parent / f"{self.dataset}-pg" if self.path else None
+            if where is None or not (where / "config.json").exists():
+                raise CheckpointError(f"the rule 'second' reads a PG checkpoint beside {self.path or 'this one'}: "
+                                      f"{where or f'{self.dataset}-pg'} not found (give --pg, or decode without +second)")  # fmt: skip
+            pg = load(where, next(self.model.parameters()).device)
+            if isinstance(pg.model, SegmentModel) or pg.dataset != self.dataset:
+                raise CheckpointError(f"{where}: the rule 'second' needs a PG checkpoint of dataset {self.dataset!r}")
+            self._partner = pg
+        return self._partner
 
     @property
     def model_config(self) -> ModelConfig:

@@ -18,6 +18,7 @@ This module only gathers the names; the code lives with the page it serves:
 from __future__ import annotations
 
 from segviz import decode  # noqa: F401 (service.decode.GenerationResult, as before the split)
+from segviz.decode.second import second_note
 from segviz.inspector import (
     FLAG_KINDS,
     SAMPLES,
@@ -102,6 +103,7 @@ from segviz.systems import (
 
 __all__ = [
     "guided_choice",
+    "second_note",
     "misplaced_note",
     "CHECKPOINT_ENV",
     "MAX_RECORDS",

@@ -128,7 +128,7 @@ class Systems:
             level,
             self.beam,
             plan=plan,
-            rules=self.seg.rules(self.rules),
+            rules=self.seg.rules(self.rules, self.pg),
         )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from segviz import decode, faithfulness, names, posterior
-from segviz.checkpoint import Checkpoint
+from segviz.checkpoint import Checkpoint, CheckpointError
 from segviz.records import Record, RecordError
 from segviz.rerank import misplaced_relations
 from segviz.rows import _unknown_words, unknown_words_warning  # noqa: F401 (_unknown_words: re-exported)
@@ -144,15 +144,20 @@ def cased_tokens(text: str, tokens: Sequence[str]) -> list[str] | None:
     return cased
 
 
-def _rules(c: Checkpoint, guided: bool):
-    """``c``'s own decoding rules, with the checker-guided switches (:data:`decode.GUIDED`) if asked."""
-    return c.rules(decode.guided_rules(c.default_rules) if guided else None)
+def _rules(c: Checkpoint, guided: bool, partner: Checkpoint | None = None):
+    """``c``'s own decoding rules, with the checker-guided switches (:data:`decode.GUIDED`) if
+    asked; ``partner``: the PG checkpoint the ``second`` rule reads (default: the one beside ``c``)."""
+    return c.rules(decode.guided_rules(c.default_rules) if guided else None, partner)
 
 
-def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None, guided=False) -> SystemView:
+def _run_seg(dataset, records, seg: Checkpoint | None, constraints, beam, plan=None, guided=False, pg=None) -> SystemView:
     if seg is None:
         return SystemView("seg", error=missing_message(dataset, "seg"))
-    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=_rules(seg, guided))
+    try:
+        rules = _rules(seg, guided, pg)
+    except CheckpointError as e:  # its rules read a PG checkpoint (second) that is not there
+        return SystemView("seg", error=missing_message(dataset, "seg", e))
+    res = decode.generate_seg(seg.model, seg.vocab, records, constraints, beam, plan=plan, rules=rules)
     return _check(dataset, records, SystemView("seg", res), "as decoded", seg.relation_words)
 
 
@@ -183,7 +188,7 @@ def compare(
         raise ValueError("beam size must be between 1 and 20")
     warnings = unknown_words_warning(seg or pg, records)
     with _threads(1):
-        seg_view = _run_seg(dataset, records, seg, constraints, beam, guided=guided)
+        seg_view = _run_seg(dataset, records, seg, constraints, beam, guided=guided, pg=pg)
         pg_view = _run_pg(dataset, records, pg, seg, beam, guided=guided)
     return Comparison(dataset, list(records), constraints, beam, seg_view, pg_view, warnings, guided)
 

@@ -507,11 +507,13 @@ class ValueRules:
     spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
+    second: bool = False  # the segment model's n-best ranked with the PG baseline's log-probability too (segviz.decode.second: session 31)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
     relation_words: dict = field(default_factory=dict)  # word -> attributes whose segments say it (segviz.lexicon.relation_words)
     closed: dict = field(default_factory=dict)  # attribute -> its closed set of values (segviz.datasets: E2E's), for ``open``
+    partner: object = field(default=None, compare=False, repr=False)  # the PG checkpoint ``second`` reads (set by Checkpoint.rules)
 
     @cached_property
     def value_bigrams(self) -> dict[str, frozenset[str]]:
@@ -554,7 +556,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -621,7 +623,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`); ``spent``
     (under r / rm / a plan) bans in a segment the lexicon words whose attributes only records said
     before the segment began hold (:func:`spent_groups`, :func:`spent_ids`); ``dates`` has a
-    record's segment that begins its date write it out whole (:func:`date_phrases`).
+    record's segment that begins its date write it out whole (:func:`date_phrases`); ``second``
+    ranks the segment model's n-best by its own score plus the PG baseline's log-probability of
+    each text (:mod:`segviz.decode.second`; ``partner``, set by :meth:`Checkpoint.rules`).
     Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):

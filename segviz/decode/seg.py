@@ -15,6 +15,7 @@ from segviz.data import EOS_ID, Vocab
 from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _records_info, _word
 from segviz.decode.rules import ValueRules
 from segviz.decode.search import SegmentDecoder, _SegHyp
+from segviz.decode.second import second_ranked
 from segviz.model import SegmentModel
 from segviz.records import Record, detokenize
 from segviz.result import GenerationResult
@@ -107,18 +108,22 @@ def generate_seg_nbest(
     The beam keeps finishing hypotheses until ``beam`` outputs are done, so ``n <= beam`` is
     what is guaranteed (fewer when several finished hypotheses say the same words, or when the
     length budget ends the search first). Arguments as in :func:`generate_seg`; all results
-    share one ``fallback_used``."""
+    share one ``fallback_used``. With ``rules.second`` (and its ``partner``) the ``beam`` outputs
+    are ranked with the PG baseline's log-probability too (:mod:`segviz.decode.second`)."""
     t0 = time.perf_counter()
     _check_plan(plan, len(records))
     name = constraint(constraints).name
     dec = SegmentDecoder(model, vocab)
+    second = rules is not None and rules.second and rules.partner is not None
     ranked, oov, src_rec, fallback = _search_with_fallback(
-        dec, records, constraints, beam, plan, rules, content_rule, mentions, n or beam,
+        dec, records, constraints, beam, plan, rules, content_rule, mentions, max(n or beam, beam) if second else n or beam,
         max_len=max_len, length_penalty=length_penalty, no_repeat_ngram=no_repeat_ngram,
     )  # fmt: skip
-    return [
-        _result_from_seg(h, vocab, oov, records, src_rec, system, name, plan, fallback, t0) for h in ranked
-    ]
+    results = [_result_from_seg(h, vocab, oov, records, src_rec, system, name, plan, fallback, t0) for h in ranked]
+    if second:  # the PG baseline's second opinion ranks them (segviz.decode.second)
+        ms = (time.perf_counter() - t0) * 1000
+        results = [dataclasses.replace(r, elapsed_ms=ms) for r in second_ranked(results, records, rules.partner, length_penalty)[: n or beam]]
+    return results
 
 
 def generate_seg(

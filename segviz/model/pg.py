@@ -80,11 +80,12 @@ class PGModel(EncoderDecoder):
         src_ext = enc.src_ext.expand(d.size(0), -1) if enc.src_ext.size(0) == 1 else enc.src_ext
         return extended_scatter(p_vocab, logit_gen, alpha, src_ext, n_oov), alpha, state
 
-    def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
-        """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
-        enc = self.encode(batch, training=True)
+    def token_logprobs(self, batch: Batch, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log p(y_t | y_<t, x)`` of every target token, teacher-forced, and the mask of real
+        tokens: each ``(B, T)``."""
+        enc = self.encode(batch, training=training)
         state = self.start_state(enc)
-        B, T = batch.tgt.shape
+        T = batch.tgt.size(1)
         ds, As, alphas, es = [], [], [], []
         for t in range(T):
             d, A, alpha, e, state = self.step(enc, batch.tgt_in[:, t], state)
@@ -101,6 +102,12 @@ class PGModel(EncoderDecoder):
         copy_y = (alpha * match).sum(2)
         logp = mixture_logprob(log_pv_y, logit_gen, copy_y)  # (B, T)
         mask = torch.arange(T, device=y.device).unsqueeze(0) < batch.tgt_len.unsqueeze(1)
+        return logp, mask
+
+    def objective(self, batch: Batch) -> tuple[torch.Tensor, dict]:
+        """Token-level negative log-likelihood (mean over target tokens); stats as tensors."""
+        logp, mask = self.token_logprobs(batch, training=True)  # (B, T) each
+        B = logp.size(0)
         nll = -(logp * mask).sum()
         tokens = batch.tgt_len.sum()
         stats = {
