@@ -29,7 +29,8 @@ WEIGHT = 0.5  # w: the PG log-probability's weight (tuning half: 0.25 to 0.75 al
 @torch.no_grad()
 def pg_log_probs(partner, records: list[Record], texts: list[list[str]]) -> list[float]:
     """``log p_PG(y | x)`` of each token list of ``texts`` (``<eos>`` added) under the PG
-    checkpoint ``partner`` (its model and vocabulary): ``(n,)``."""
+    checkpoint ``partner`` (its model and vocabulary): ``(n,)``. A word that neither the PG's
+    vocabulary nor the input holds is read as ``<unk>``, as PG training reads it."""
     model, vocab = partner.model, partner.vocab
     model.eval()
     batch = collate([encode(vocab, records, list(t)) for t in texts], len(vocab))
