@@ -4,6 +4,7 @@ ranked with the PG baseline's log-probability too (:mod:`segviz.decode.second`).
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -90,3 +91,12 @@ def test_the_note_says_which_candidate_the_second_opinion_took():
     )
     assert "the segment model's candidate 3, not its first" in second.second_note(other)
     assert second.second_note(plain) is None
+
+
+@pytest.mark.parametrize("dataset", ["e2e", "webnlg"])
+def test_the_shipped_segment_models_read_the_shipped_pg(dataset):
+    root = Path(__file__).resolve().parent.parent / "checkpoints"
+    seg = checkpoint.load(root / f"{dataset}-seg")
+    rules = seg.rules()
+    assert rules.second and rules.partner.path == root / f"{dataset}-pg"
+    assert not checkpoint.load(root / f"{dataset}-pg").rules(seg.default_rules).second
