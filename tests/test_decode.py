@@ -28,6 +28,7 @@ from segviz.decode import (
 )
 from segviz.decode.beam import _ranked
 from segviz.decode.rules import _own_value_words
+from segviz.decode.second import WEIGHT
 from segviz.faithfulness import check, segment_verdicts
 from segviz.records import Record
 
@@ -405,10 +406,10 @@ def _same(a, b) -> bool:
 
 def _check_ranked(results, n: int) -> None:
     """Distinct texts, at most ``n``, best first by log p / length (with the ``second`` rule, by
-    log p plus half the PG's log-probability, over the length: segviz.decode.second)."""
+    log p plus WEIGHT times the PG's log-probability, over the length: segviz.decode.second)."""
     assert 1 <= len(results) <= n
     assert len({tuple(r.tokens) for r in results}) == len(results), [r.text for r in results]
-    norm = [(r.scores["log_prob"] + 0.5 * r.scores.get("second_log_prob", 0.0)) / r.scores["length"] for r in results]
+    norm = [(r.scores["log_prob"] + WEIGHT * r.scores.get("second_log_prob", 0.0)) / r.scores["length"] for r in results]
     assert norm == sorted(norm, reverse=True), norm
 
 

@@ -56,7 +56,7 @@ def test_the_switch_picks_from_the_segment_models_own_nbest(tiny):
     assert rules.second and isinstance(rules.partner.model, PGModel)
     nbest = decode.generate_seg_nbest(seg.model, seg.vocab, RECORDS, "rm", 5, 5, rules=plain)
     pg = second.pg_log_probs(rules.partner, RECORDS, [c.tokens for c in nbest])
-    want = max(range(len(nbest)), key=lambda i: (nbest[i].scores["log_prob"] + 0.5 * pg[i]) / nbest[i].scores["length"])
+    want = max(range(len(nbest)), key=lambda i: (nbest[i].scores["log_prob"] + second.WEIGHT * pg[i]) / nbest[i].scores["length"])
     got = decode.generate_seg(seg.model, seg.vocab, RECORDS, "rm", 5, rules=rules)
     assert got.text == nbest[want].text and got.scores["second_rank"] == want
     assert "second_rank" not in decode.generate_seg(seg.model, seg.vocab, RECORDS, "rm", 5, rules=plain).scores
