@@ -479,6 +479,25 @@ def test_says_mask_holds_the_words_that_state_each_record():
     assert _says_mask(vocab, [], recs, ValueRules(lex, segment_words=segs)) is None  # off by default
 
 
+def test_a_webnlg_subject_states_none_of_its_records():
+    """Session 32: every record of an entity shares its subject, so "a severed wasp has" stated
+    ``numberOfPages`` under ``stating`` and +RM could leave "388" unsaid. A word the value shares
+    with the subject ("abilene") still states it, and so does a lexicon word of the value
+    ("american"), even one of another record's value ("ordway": not taken, docs/history.md)."""
+    from segviz.decode.rules import _says_mask
+    from segviz.records import parse_webnlg_triples
+
+    recs = parse_webnlg_triples(['A_Severed_Wasp | numberOfPages | "388"', "Abilene_Regional_Airport | cityServed | Abilene,_Texas",
+                                 "Jerry_Ordway | nationality | Americans"])  # fmt: skip
+    vocab = Vocab(["a", "severed", "wasp", "388", "pages", "abilene", "regional", "airport", "texas", "jerry", "ordway",
+                   "americans", "american"])  # fmt: skip
+    lex = {"pages": frozenset({"attr:numberOfPages"}), "wasp": frozenset({"tok:wasp"}),
+           "ordway": frozenset({"value:nationality=americans"}), "american": frozenset({"value:nationality=americans"})}  # fmt: skip
+    mask = _says_mask(vocab, [], recs, ValueRules(lex, stating=True))
+    said = [{w for w in vocab.itos if mask[k, vocab.stoi[w]]} for k in range(4)]
+    assert said == [set(), {"388"}, {"abilene", "texas"}, {"americans", "american", "ordway"}]
+
+
 def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
     from segviz.decode.rules import _says_mask
 

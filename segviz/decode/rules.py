@@ -764,7 +764,8 @@ def _values_mask(
 
 def _says_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
     """(K+1, n_ext) bool: row k holds the words that state record k's value (``rules.stating``):
-    the content words of its value, lexicon words of its value or value tokens (for a yes/no
+    the content words of its value (WebNLG: not the subject's, which every record of the entity
+    shares; session 32), lexicon words of its value or value tokens (for a yes/no
     value also of its attribute: "friendly"), and segment words its attribute's segments say of
     its value ("high" for ``customer rating[high]``; "out of 5" says none of it). None when off."""
     if not rules or not rules.stating:
@@ -773,8 +774,10 @@ def _says_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
 
     mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
     for k, r in enumerate(records, 1):
+        subject = value_words([r]) - {t.lower() for t in r.value_tokens}  # WebNLG: the subject states no record
         mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
-        words = value_words([r]) | {w for w, fs in rules.lexicon.items() if fs & mine}
+        mine -= {f"tok:{w}" for w in subject}
+        words = (value_words([r]) - subject) | {w for w, fs in rules.lexicon.items() if fs & mine}
         words |= {w for w, vs in rules.segment_words.get(r.attribute, {}).items() if r.value.lower() in vs}
         mask[k, _ids(vocab, oov, words)] = True
     return mask
