@@ -148,10 +148,12 @@ train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-open"  --subs
 # models since session 24; e2e-seg's segment words from its own alignment, each an attribute's own word
 # (--attribute-lift 2, the default since session 25; session 24's lexicon kept session 9's segment words);
 # +absent for e2e-seg since session 25, in free decoding too (README "Segment words of their own attribute");
-# +second for both segment models since session 31, reading the PG beside them (README "A second opinion"))
+# +second for both segment models since session 31, reading the PG beside them (README "A second opinion");
+# +stating for webnlg-seg since session 32, a subject stating none of its records (README "Segments that state
+# their own value"))
 run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases+stating+open+doubles+absent+once+echo+read+foreign+spent+second --clean --segments
 run e2e-pg     "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-pg" --min-rate 0.02 --value-rules auto+open+doubles
-run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals+months+doubles+dates+second --relations
+run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals+months+doubles+dates+second+stating --relations
 run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg" --value-rules auto+months+doubles+dates
 for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
   run "$name" "$PY" -m segviz.report --checkpoint "$OUT/$name" --out-dir "$OUT/outputs"
