@@ -498,6 +498,36 @@ def test_a_webnlg_subject_states_none_of_its_records():
     assert said == [set(), {"388"}, {"abilene", "texas"}, {"americans", "american", "ordway"}]
 
 
+def test_shipped_webnlg_rm_states_every_record_in_its_own_segment():
+    """A tune-half dev input (Food/5/Id28) whose +RM text left ``language | English_language`` out
+    under ``stating`` before session 32's fix ("… The leader of Singapore is Tony Tan and Halimah
+    Yacob is a leader in Singapore."): the segment +RM gave that record said only its subject,
+    "singapore". With the shipped rules each record's segment says a word that states its value
+    (not the subject's), and the checker finds the text exact."""
+    from conftest import ROOT
+
+    from segviz import checkpoint, faithfulness
+    from segviz.data import encode
+    from segviz.decode.rules import _says_mask
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Singapore | language | English_language", "Beef_kway_teow | country | Singapore",
+                                 'Beef_kway_teow | region | "Nationwide in Singapore and Indonesia"',
+                                 "Singapore | leaderName | Tony_Tan", "Singapore | leaderName | Halimah_Yacob"])  # fmt: skip
+    rules = ck.rules()
+    assert rules.stating
+    out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=rules)
+    oov = encode(ck.vocab, recs).oov
+    mask = _says_mask(ck.vocab, oov, recs, rules)
+    ids = lambda w: ck.vocab.stoi.get(w, len(ck.vocab) + oov.index(w) if w in oov else None)  # noqa: E731
+    for s, e, j in out.segments:
+        if j:
+            assert any(ids(t) is not None and mask[j, ids(t)] for t in out.tokens[s:e]), (j, out.tokens[s:e])
+    faith = faithfulness.check("webnlg", recs, out.text)
+    assert "English" in out.text and (faith.wrong, faith.repeated, faith.missing) == (0, 0, 0), out.text
+
+
 def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
     from segviz.decode.rules import _says_mask
 
