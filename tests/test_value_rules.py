@@ -481,7 +481,8 @@ def test_says_mask_holds_the_words_that_state_each_record():
 
 def test_a_webnlg_subject_states_none_of_its_records():
     """Session 32: every record of an entity shares its subject, so "a severed wasp has" stated
-    ``numberOfPages`` under ``stating`` and +RM could leave "388" unsaid. A word the value shares
+    ``numberOfPages`` under ``stating`` (and "in singapore ." stated ``Singapore | language |
+    English_language``: the dev input of the next test). A word the value shares
     with the subject ("abilene") still states it, and so does a lexicon word of the value
     ("american"), even one of another record's value ("ordway": not taken, docs/history.md)."""
     from segviz.decode.rules import _says_mask
