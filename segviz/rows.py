@@ -75,6 +75,10 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
         cells = [_cell(row, c) for c in cols]
         if not any(cells):
             continue
+        whole = next((c for c, v in zip(cols, cells, strict=True) if _written_whole(ds, v)), None)
+        if whole is not None:
+            raise RecordError(f"row {n}: the {whole} cell holds records written as in the data ({_cell(row, whole)!r}); "
+                              f"give each record its own row, with its parts in the columns {', '.join(cols)}")
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:
             verb, it = ("is", "it") if len(blank) == 1 else ("are", "them")
@@ -95,6 +99,15 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
     if len(records) > MAX_RECORDS:
         raise RecordError(f"{len(records)} records given; the app handles at most {MAX_RECORDS} per input")
     return ParsedRecords(records, warnings)
+
+
+def _written_whole(ds, cell: str) -> bool:
+    """Whether one editor cell holds whole records as the dataset writes an input
+    ("s | p | o", "name[X], food[Y]"): the dataset's own parser reads it."""
+    try:
+        return bool(cell) and bool(ds.parse(cell))
+    except RecordError:
+        return False
 
 
 def record_warnings(dataset: str, rec: Record) -> list[str]:

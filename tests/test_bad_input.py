@@ -219,6 +219,23 @@ def test_app_warns_about_a_value_longer_than_any_in_training():
     assert parsed.warnings == ["row 1: the value has 2,000 characters; the models were trained on values of at most 200"]
 
 
+def test_a_record_written_whole_in_one_cell_is_refused_with_where_its_parts_go():
+    """A new user typed "s | p | o" into the subject cell, and an E2E meaning representation into a
+    value cell, which had gone through as one value ("[" in the output). Each is refused, naming the
+    cell and the columns; a plain value is not."""
+    from segviz import service
+    from segviz.records import RecordError
+
+    with pytest.raises(RecordError, match=r"row 1: the subject cell holds records written as in the data .*"
+                                          r"columns subject, predicate, object"):  # fmt: skip
+        service.records_from_rows("webnlg", [{"subject": 'Alan_Shepard | status | "Deceased"', "predicate": "", "object": ""}])
+    with pytest.raises(RecordError, match=r"row 2: the value cell holds records .*columns attribute, value"):
+        service.records_from_rows("e2e", [{"attribute": "eatType", "value": "pub"},
+                                          {"attribute": "name", "value": "name[Zorblat's], food[Thai]"}])  # fmt: skip
+    parsed = service.records_from_rows("e2e", [{"attribute": "name", "value": "The Mill"}, {"attribute": "customer rating", "value": "5 out of 5"}])
+    assert [r.label for r in parsed.records] == ["name[The Mill]", "customer rating[5 out of 5]"]
+
+
 def test_blank_cells_are_named_with_the_right_verb_and_kept_as_empty_strings():
     """A row with two blank cells says "are blank"; ``plain_rows`` keeps an editor's rows as
     stripped strings (None, NaN and pandas' NA become ""), which compare with ``==``."""
