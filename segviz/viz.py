@@ -207,7 +207,7 @@ def legend_html(result: GenerationResult, highlight_record: int | None = None) -
         border = "2px solid #000" if k == highlight_record else "1px solid #999"
         chips.append(
             f'<span data-record="{k}" style="background:{record_colour(k)};border:{border};border-radius:10px;'
-            f'padding:1px 8px;margin:2px;display:inline-block">{k} {esc(label)}</span>'
+            f'padding:1px 8px;margin:2px;display:inline-block;max-width:100%;overflow-wrap:anywhere">{k} {esc(label)}</span>'
         )
     chips.append(
         f'<span data-record="0" style="background:{NULL_COLOUR};border:1px solid #999;border-radius:10px;'

@@ -131,6 +131,15 @@ def test_legend_lists_records_and_null():
     assert out.count('data-record="') == 3 and "null (no record)" in out and "2px solid #000" in out
 
 
+def test_a_long_record_label_wraps_inside_its_chip():
+    """A 105-character WebNLG object without spaces ran the legend past its column and the page
+    scrolled sideways (a new user's trial); each chip is at most the column wide and breaks anywhere."""
+    res = _result(["x"], [(0, 1, 1)])
+    res.records = [(1, "Zorblat_Tower | location | " + "Terminal_Four_" * 8, ["zorblat"])]
+    chip = viz.legend_html(res).split("</span>")[0]
+    assert "max-width:100%" in chip and "overflow-wrap:anywhere" in chip and "Terminal_Four_" * 8 in html.unescape(chip)
+
+
 def test_attention_frame_and_chart():
     res = _result(["x", "serves", "y"], [(0, 1, 1), (1, 3, 2)])
     df = viz.attention_frame(res)
