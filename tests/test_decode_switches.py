@@ -950,3 +950,29 @@ def test_plurals_read_an_entity_last_word_as_a_plural_or_demonym_like_the_checke
     plain, plurals = gen(base), gen(base + "+plurals")
     assert plain.text.lower().count("flowering plants") == 2 and faithfulness.check("webnlg", recs, plain.text).repeated == 1
     assert plurals.text.lower().count("flowering plants") == 1 and faithfulness.check("webnlg", recs, plurals.text).errors == 0
+
+
+def test_the_fallback_warning_names_what_was_dropped(caplog):
+    """Under "none" only the value rules can leave no output that ends: the warning says they were
+    dropped, not that unconstrained decoding fell back to unconstrained decoding (a user read
+    that in the server log); under +RM it names the constraints."""
+    import logging
+
+    from segviz.decode.rules import ValueRules
+    from segviz.decode.seg import _search_with_fallback
+
+    class Dec:  # no output while any rule or constraint is asked for
+        def search_n(self, records, level, width, plan, rules=None, **kw):
+            return ([] if rules is not None or level != "none" else ["text"]), [], None
+
+    rules = ValueRules()
+    with caplog.at_level(logging.WARNING, logger="segviz.decode.seg"):
+        ranked, _, _, fallback = _search_with_fallback(Dec(), [], "none", 2, None, rules, None, None, 1)
+    assert ranked == ["text"] and fallback
+    assert [r.getMessage() for r in caplog.records] == ["the value rules left no output that can end; decoding without them"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="segviz.decode.seg"):
+        _search_with_fallback(Dec(), [], "rm", 2, None, rules, None, None, 1)
+    assert [r.getMessage() for r in caplog.records] == [
+        "constraints 'rm' (plan None) could not be met; falling back to unconstrained decoding"
+    ]
