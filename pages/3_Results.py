@@ -63,7 +63,8 @@ if df["series"].str.contains("exp_seg").any():
     ui.figure_downloads(segments, "results_segments", "expected-segments", dataset)
     st.caption(
         "The granularity regulariser pulls E[#segments] towards K, the number of records (paper eq. 6, Fig. 3): "
-        "compare the panels of checkpoints trained with and without it (e.g. e2e-seg-ablation-w0 / -w5)."
+        "compare the panels of checkpoints trained with and without it"
+        + (" (e.g. e2e-seg-ablation-w0 / -w5)." if dataset == "e2e" else " (the E2E page has such a pair).")
     )
 else:
     st.info("No E[#segments] recorded (only segment-model checkpoints have it).")

@@ -65,6 +65,8 @@ class PlanOverview:
         """Why the list holds fewer sampled rows than were asked for (None when it holds them all)."""
         if self.sampled_new == self.asked:
             return None
+        if len(self.plan) <= 1:  # one record: one order, nothing to sample
+            return "One record has one order: there is no other plan to sample."
         if self.sampled == 0:  # every draw failed (records whose words the model never saw, session 25)
             return f"None of the {self.asked} plans asked for could be sampled from the transition model for these records."
         were = "was" if self.sampled == 1 else "were"

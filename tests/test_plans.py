@@ -66,3 +66,5 @@ def test_the_sampling_note_says_where_the_missing_sampled_rows_went(seg):
     assert plans.PlanOverview(own, overview.plan, [own], 2, 2, sampled_new=2).sampling_note() is None
     assert plans.PlanOverview(own, overview.plan, [own], 4, 0).sampling_note() == (  # not "0 were distinct"
         "None of the 4 plans asked for could be sampled from the transition model for these records.")
+    # one record: one order (a user read "None of the 4 plans … could be sampled")
+    assert plans.PlanOverview(own, [1], [own], 4, 0).sampling_note() == "One record has one order: there is no other plan to sample."
