@@ -75,9 +75,9 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
         cells = [_cell(row, c) for c in cols]
         if not any(cells):
             continue
-        whole = next((c for c, v in zip(cols, cells, strict=True) if _written_whole(ds, v)), None)
+        whole = next(((c, v) for c, v in zip(cols, cells, strict=True) if _written_whole(ds, v)), None)
         if whole is not None:
-            raise RecordError(f"row {n}: the {whole} cell holds records written as in the data ({_cell(row, whole)!r}); "
+            raise RecordError(f"row {n}: the {whole[0]} cell holds records written as in the data ({whole[1]!r}); "
                               f"give each record its own row, with its parts in the columns {', '.join(cols)}")
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:

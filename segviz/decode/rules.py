@@ -774,10 +774,11 @@ def _says_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
 
     mask = torch.zeros(len(records) + 1, len(vocab) + len(oov), dtype=torch.bool)
     for k, r in enumerate(records, 1):
-        subject = value_words([r]) - {t.lower() for t in r.value_tokens}  # WebNLG: the subject states no record
+        said = value_words([r])  # its value's content words, and (WebNLG) its subject's
+        subject = said - {t.lower() for t in r.value_tokens}  # the subject states no record
         mine = features(r) - ({f"attr:{r.attribute}"} if r.value.lower() not in ("yes", "no") else set())
         mine -= {f"tok:{w}" for w in subject}
-        words = (value_words([r]) - subject) | {w for w, fs in rules.lexicon.items() if fs & mine}
+        words = (said - subject) | {w for w, fs in rules.lexicon.items() if fs & mine}
         words |= {w for w, vs in rules.segment_words.get(r.attribute, {}).items() if r.value.lower() in vs}
         mask[k, _ids(vocab, oov, words)] = True
     return mask

@@ -51,14 +51,12 @@ def _search_with_fallback(dec: SegmentDecoder, records, constraints, beam, plan,
         )
         if ranked:
             return ranked, oov, src_rec, constraint(level).name != constraint(constraints).name or p != plan or r is not rules
-        if width == WIDER[-1] * beam and level is constraints and constraint(level).name == "none":
-            log.warning("the value rules left no output that can end; decoding without them")
-        elif width == WIDER[-1] * beam and level is constraints:
-            log.warning(
-                "constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
-                constraints,
-                plan,
-            )
+        if width == WIDER[-1] * beam and level is constraints:
+            if constraint(level).name == "none":  # only the value rules can be dropped
+                log.warning("the value rules left no output that can end; decoding without them")
+            else:
+                log.warning("constraints %r (plan %s) could not be met; falling back to unconstrained decoding",
+                            constraints, plan)  # fmt: skip
     raise RuntimeError(
         "decoding produced no hypothesis"
     )  # pragma: no cover - unconstrained search ends at max_len
