@@ -214,41 +214,65 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
     """Tokens -> readable text: no space before punctuation, none after currency / opening brackets,
     hyphens glued (``family - friendly`` -> ``family-friendly``), sentences capitalised.
 
-    With ``records``, every occurrence of a whole record value (or WebNLG subject) gets its
-    original casing back (``the vaults`` -> ``The Vaults``); a lone ``the`` elsewhere stays as is."""
-    tokens = restore_case(list(tokens), records or [])
-    out = ""
-    prev = None
-    for tok in tokens:
-        if prev is None:
-            out = tok
-        elif tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-" or prev == "-":
-            out += tok
-        else:
-            out += " " + tok
-        prev = tok
-    return _capitalise(out)
+    With ``records``, every occurrence of a whole record value (or WebNLG subject) is written as
+    the input writes it (:func:`restore_surface`): its casing (``the vaults`` -> ``The Vaults``)
+    and its spacing (``24 / 7`` -> ``24/7``); a lone ``the`` elsewhere stays as is."""
+    return "".join((" " if space else "") + word for word, space, _ in written(tokens, records or []))
 
 
-def restore_case(tokens: list[str], records: list[Record]) -> list[str]:
-    """Replace lower-cased occurrences of cased record values (whole) by their cased tokens."""
-    phrases = []
+def written(tokens: list[str], records: list[Record]) -> list[tuple[str, bool, bool]]:
+    """``(word, space before, begins a sentence)`` per token, as :func:`detokenize` writes it:
+    the words of whole values as the input writes them (:func:`restore_surface`), a sentence's
+    first word capitalised. A value's own final stop ("D.C.", "S.p.A.") ends no sentence, and a
+    stop after it is written once ("Washington, D.C." then "." is "Washington, D.C."): its word
+    is ""."""
+    cased, spaced, ends = restore_surface(tokens, records)
+    out, start = [], True
+    for i, tok in enumerate(cased):
+        if tok == "." and i and ends[i - 1] and cased[i - 1] == ".":  # the value's stop ends the sentence too
+            out.append(("", False, False))
+            start = True
+            continue
+        space = bool(i) and (_spaced(cased[i - 1], tok) if spaced[i] is None else spaced[i])
+        out.append((tok[:1].upper() + tok[1:] if start else tok, space, start))
+        start = tok in (".", "!", "?") and not ends[i]
+    return out
+
+
+def _spaced(prev: str, tok: str) -> bool:
+    """Whether the joiner puts a space between ``prev`` and ``tok`` (outside a record's value)."""
+    low, before = tok.lower(), prev.lower()
+    return not (low in _NO_SPACE_BEFORE or before in _NO_SPACE_AFTER or low == "-" or before == "-")
+
+
+def _value_surfaces(records: list[Record]) -> list[tuple[list[str], list[str], list[bool]]]:
+    """(lower-cased tokens, tokens as written, whether a space stands before each token) of every
+    record value and WebNLG subject, as typed and as an entity (``Washington,_D.C.`` ->
+    "Washington, D.C."), where the joiner alone would not write it so; longest first."""
+    out = []
     for r in records:  # a value as typed (E2E's "_Thai_", which its encoder reads so) and as a WebNLG entity
         for text in dict.fromkeys((r.value, entity_text(r.value), r.subject or "", entity_text(r.subject or ""))):
-            cased = _TOKEN.findall(text)
-            if cased and any(w != w.lower() for w in cased):
-                phrases.append(([w.lower() for w in cased], cased))
-    phrases.sort(key=lambda p: -len(p[0]))  # longest first
-    for low, cased in phrases:
+            found = list(_TOKEN.finditer(text))
+            cased = [m.group() for m in found]
+            gaps = [False] + [a.end() < b.start() for a, b in zip(found, found[1:], strict=False)]  # every other character is a token's
+            joined = [False] + [_spaced(a, b) for a, b in zip(cased, cased[1:], strict=False)]
+            if cased and (any(w != w.lower() for w in cased) or gaps != joined):
+                out.append(([w.lower() for w in cased], cased, gaps))
+    return sorted(out, key=lambda p: -len(p[0]))
+
+
+def restore_surface(tokens: list[str], records: list[Record]) -> tuple[list[str], list[bool | None], list[bool]]:
+    """``tokens`` with every whole occurrence of a record value (or subject) in its written
+    tokens; for each token whether a space stands before it there (None outside a value: the
+    joiner decides, :func:`_spaced`), and whether it ends such an occurrence."""
+    tokens, spaced, ends = list(tokens), [None] * len(tokens), [False] * len(tokens)
+    for low, cased, gaps in _value_surfaces(records):
         n = len(low)
         for i in range(len(tokens) - n + 1):
             if [t.lower() for t in tokens[i : i + n]] == low:
-                tokens[i : i + n] = cased
-    return tokens
-
-
-def _capitalise(text: str) -> str:
-    return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+                tokens[i : i + n], spaced[i + 1 : i + n] = cased, gaps[1:]
+                ends[i + n - 1] = True
+    return tokens, spaced, ends
 
 
 # Closed-class English words: a segment of these alone does not realise a record.

@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from segviz.records import _TOKEN, Record, restore_case
+from segviz.records import _TOKEN, Record, written
 from segviz.result import GenerationResult
 
 __all__ = [
@@ -56,8 +56,6 @@ def record_colour(k: int | None) -> str:
 
 # ----- text --------------------------------------------------------------------------------------
 
-_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", "%", ")", "]", "}", "'s", "n't"}
-_NO_SPACE_AFTER = {"£", "$", "€", "(", "[", "{", "-"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 # function words get a record's casing ("The Old Mill") only inside a cased name, not alone
 _FUNCTION_WORDS = {"the", "a", "an", "of", "and", "in", "on", "at", "near", "by", "for", "to", "with"}
@@ -78,19 +76,16 @@ def display_tokens(
             for w in _WORD.findall(text) + _TOKEN.findall(text):  # and as tokenised: "Mary's" is one token
                 if w != w.lower():
                     casing.setdefault(w.lower(), w)
-    whole = restore_case(list(tokens), list(records)) if cased is None else []
     out = []
-    prev = None
-    for n, tok in enumerate(tokens):
+    for n, (tok, (shown, space, start)) in enumerate(zip(tokens, written(list(tokens), [] if cased is not None else list(records)), strict=True)):
         if cased is not None:
             word = cased[n]
+        elif not shown:  # a stop after a value's own ("D.C."), written once (records.written)
+            word = ""
         else:
-            word = whole[n] if tok in _FUNCTION_WORDS else casing.get(tok, tok)
-            if prev is None or prev in {".", "!", "?"}:
-                word = word[:1].upper() + word[1:]
-        space = prev is not None and not (tok in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER or tok == "-")
+            word = shown if tok in _FUNCTION_WORDS else casing.get(tok, tok)
+            word = word[:1].upper() + word[1:] if start else word
         out.append((word, space))
-        prev = tok
     return out
 
 

@@ -120,4 +120,24 @@ def test_apostrophes_in_names_round_trip():
     for name in ("O'Malley's Tavern", "Baku Turkish Martyrs' Memorial", "Zizzi's", "Café Ørsted", "The 7 Lanterns"):
         assert detokenize(tokenize(name), parse_e2e_mr(f"name[{name}]")) == name
     assert tokenize("O'Malley's") == ["o'malley", "'s"]
+
+def test_values_keep_their_own_spacing():
+    """A whole value is written as the input writes it, spacing too: "24/7", not "24 / 7" (the
+    E2E checker reads the name as written, so a spaced one was "missing"), in the text and in
+    the app's display alike."""
+    from segviz.records import detokenize, parse_e2e_mr, parse_webnlg_triples, tokenize
+    from segviz.viz import display_text
+
+    for name in ("O'Malley's 24/7 Diner", "The AC/DC Bar", "Bar 2:30"):
+        rs = parse_e2e_mr(f"name[{name}], area[riverside]")
+        tokens = tokenize(f"{name} is in the riverside area .")
+        assert detokenize(tokens, rs) == display_text(tokens, rs) == f"{name} is in the riverside area."
+    webnlg = parse_webnlg_triples(['Acharya_Institute | president | "B.M. Reddy"', "United_States | capital | Washington,_D.C."])
+    tokens = tokenize("its president is b.m. reddy and the capital is washington , d.c. , where")
+    assert detokenize(tokens, webnlg) == "Its president is B.M. Reddy and the capital is Washington, D.C., where"
+    # a value's own stop ends no sentence, and a stop after it is written once
+    tokens = tokenize("the capital is washington , d.c. and it is big . the capital is washington , d.c. . it is big .")
+    text = "The capital is Washington, D.C. and it is big. The capital is Washington, D.C. It is big."
+    assert detokenize(tokens, webnlg) == display_text(tokens, webnlg) == text
+    assert detokenize(tokenize("it is open 24 / 7 ."), parse_e2e_mr("name[The Mill]")) == "It is open 24 / 7."  # not a value
     assert tokenize("the kids' menu") == ["the", "kids'", "menu"]
