@@ -30,6 +30,14 @@ def test_all_realised():
     assert (rep.wrong, rep.repeated, rep.missing, rep.n_hallucinated, rep.total_records) == (0, 0, 0, 0, 5)
 
 
+def test_a_name_that_ends_in_punctuation_is_read():
+    """A name ending in "." or ")" is said where it stands ("\\b" after it needed a word to follow)."""
+    mr = "name[Bob's Bar & Grill Co.], eatType[pub], near[Cambridge Station (North)]"
+    text = "Bob's Bar & Grill Co. is a pub near Cambridge Station (North). It is near Cambridge Station (North)."
+    assert status(mr, text) == {"name": "realised", "eatType": "realised", "near": "repeated"}
+    assert set(status(mr, "Bob's Bar & Grill is a pub near Cambridge Station.").values()) == {"missing", "realised"}
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -71,7 +71,7 @@ def _venue_regex(name: str) -> re.Pattern:
         else:
             body = " ".join(map(re.escape, words))
         alts.append(body.replace(" ", r"[\s-]+"))
-    return re.compile(r"\b(?:" + "|".join(alts) + r")s?\b")
+    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")s?(?!\w)")  # not \b: a name may end in "." or ")"
 
 
 def _last_words(name: str) -> tuple[str, ...] | None:
