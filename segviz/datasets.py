@@ -62,6 +62,7 @@ class Dataset:
     evaluate: Callable[..., dict]  # (references path, outputs path, meteor=) -> scores
     substitute: Callable[[list[Record], int], list[Record]]  # invented names (segviz.stress)
     figures: Callable[[list[Record], int], list[Record]] = invented.unchanged  # invented dates and numbers (segviz.stress)
+    codes: Callable[[list[Record], int], list[Record]] = invented.unchanged  # codes replaced by invented ones (segviz.stress, session 33)
     closed: Callable[[list[Record], int], list[Record]] = invented.unchanged  # values outside the closed sets (segviz.stress)
     closed_values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # attribute -> its closed set of values (lower case)
     names: Callable[[list[Record]], list[str]] = _no_names  # values that name something (segviz.augment)
@@ -167,6 +168,7 @@ register(Dataset(
     foreign_suffixes=(".csv", ".tsv"),
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
     substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_", figures=invented.substitute_figures_webnlg,
+    codes=invented.substitute_codes_webnlg,
     columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
     record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
     references=_webnlg_references, parse_upload=_webnlg_upload,

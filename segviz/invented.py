@@ -141,6 +141,39 @@ def substitute_figures_webnlg(records: list[Record], seed: int = 0) -> list[Reco
     return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
 
 
+# ----------------------------------------------------------------------------- codes (session 33)
+
+_CODE = re.compile(r'("?)([\w./:-]*\d[\w./:-]*)(\1)')  # one word with a digit: "978-0-14-303943-3", "09L/27R"
+
+
+def code_kind(value: str) -> bool:
+    """Whether ``value`` is a code: one word (no space) with a digit and a sign or a letter
+    beside it ("978-0-14-303943-3", "09L/27R", "0001-8392", "3XN"), not a date or a number
+    (:func:`figure_kind`) and not a name ("Apollo_12")."""
+    v = value.replace("_", " ")
+    m = _CODE.fullmatch(v)
+    return bool(m) and figure_kind(value) is None and not re.search(r"[^\W\d_]{4}", m.group(2)) and not v.isdigit()
+
+
+def new_code(value: str, rng: random.Random) -> str:
+    """Another code of the same shape: every digit drawn anew (the first not 0 unless it was),
+    letters and signs kept ("09L/27R" -> "41L/83R")."""
+    return "".join(rng.choice("123456789" if i == 0 and c != "0" else "0123456789") if c.isdigit() else c
+                   for i, c in enumerate(value))  # fmt: skip
+
+
+def substitute_codes_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
+    """``records`` with every code object (:func:`code_kind`) replaced by an invented one (the same
+    value always by the same code within an input, never one the input holds)."""
+    rng, held, table = _rng(records, seed), {r.value for r in records}, {}
+    for v in dict.fromkeys(r.value for r in records if code_kind(r.value)):
+        new = new_code(v, rng)
+        while new in held or new in table.values():
+            new = new_code(v, rng)
+        table[v] = new
+    return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
+
+
 def invented_figures(original: list[Record], substituted: list[Record]) -> list[tuple[int, str, str]]:
     """``(record index, kind, value)`` of every figure the substitution put in."""
     return [(i, figure_kind(new.value), new.value) for i, (old, new) in enumerate(zip(original, substituted, strict=True))

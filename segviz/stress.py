@@ -1,4 +1,4 @@
-"""Stress suites: forced plans, unseen values, long inputs, figures, relations and closed sets, on both halves of dev.
+"""Stress suites: forced plans, unseen values, long inputs, figures, relations, closed sets and codes, on both halves of dev.
 
     python -m segviz.stress --checkpoint checkpoints/e2e-seg --pg checkpoints/e2e-pg \\
         [--json runs/stress-e2e.json] [--limit N] [--beam 5] [--seed 0] [--suites forced unseen long figures]
@@ -26,6 +26,9 @@ dev scores cannot see where this fails; these suites can (docs/design.md, "Stres
   closed sets ("food[Thai]", "area[old town]", "eatType[wine bar]": what users type); the share
   of outputs stating each verbatim, SER beside the SER with the real values, and stutters
   ("serves Korean Korean"). WebNLG has no rows (its values are open already).
+- **codes** (session 33): WebNLG codes (ISBN and ISSN numbers, runway names: "978-0-14-303943-3",
+  "09L/27R") replaced by invented ones of the same shape; the share of outputs stating each
+  verbatim, SER beside the SER with the real values. E2E has no rows.
 
 Every figure is given for the two halves of dev split by a stable hash of the input
 (:func:`half_of`): choices are made on the ``tune`` half, the ``report`` half is what we report.
@@ -58,7 +61,7 @@ from segviz.decode import (
     parse_value_rules,
 )
 from segviz.model import SegmentModel
-from segviz.records import HALVES, Record, detokenize, half_of, relation_words
+from segviz.records import HALVES, Record, detokenize, entity_text, half_of, relation_words
 from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, render, summarise
 from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
 from segviz.stress_tables import aggregate as aggregate
@@ -68,7 +71,7 @@ from segviz.stress_tables import unseen_table as unseen_table
 
 log = logging.getLogger(__name__)
 
-SUITES = ("forced", "unseen", "long", "figures", "relations", "closed")
+SUITES = ("forced", "unseen", "long", "figures", "relations", "closed", "codes")
 N_RANDOM_PLANS = 3
 
 
@@ -188,14 +191,17 @@ def run_unseen(
 
 
 def _verbatim_rows(
-    dataset: str, systems: Systems, items: list[DevItem], sub, seed: int, tick: Callable[[], None], every: bool = False
+    dataset: str, systems: Systems, items: list[DevItem], sub, seed: int, tick: Callable[[], None], every: bool = False,
+    kind: str | None = None,
 ) -> list[dict]:
     """The inputs through ``sub`` (invented values), decoded by every system, with which invented
-    values each output says verbatim; inputs ``sub`` leaves as they are only with ``every``."""
+    values each output says verbatim (``kind``: their kind, each read as an entity without its
+    quotes, else :func:`invented.invented_values`'s); inputs ``sub`` leaves as they are only with
+    ``every``."""
     rows = []
     for i, it in enumerate(items):
         records = sub(it.records, seed)
-        values = invented.invented_values(it.records, records)
+        values = [(kind, entity_text(v)) if kind else (k, v) for k, v in invented.invented_values(it.records, records)]
         for s in systems.names if values or every else ():
             out = score(dataset, records, systems.decode(records, s), s)
             verbatim = [[kind, v, invented.states_verbatim(v, out["text"])] for kind, v in values]
@@ -237,6 +243,15 @@ def run_closed(
     return _verbatim_rows(dataset, systems, items, datasets.get(dataset).closed, seed, tick)
 
 
+def run_codes(
+    dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
+) -> list[dict]:
+    """Every WebNLG input with a code object ("978-0-14-303943-3", "09L/27R"), those replaced by
+    invented ones of the same shape (:func:`segviz.invented.substitute_codes_webnlg`), decoded by
+    every system; which codes are said verbatim (session 33). E2E has no rows."""
+    return _verbatim_rows(dataset, systems, items, datasets.get(dataset).codes, seed, tick, kind="code")
+
+
 def run_relations(
     dataset: str, systems: Systems, items: list[DevItem], seed: int, tick: Callable[[], None]
 ) -> list[dict]:
@@ -272,6 +287,8 @@ def run(
         results["relations"] = run_relations(dataset, systems, items, seed, tick)
     if "closed" in suites:
         results["closed"] = run_closed(dataset, systems, items, seed, tick)
+    if "codes" in suites:
+        results["codes"] = run_codes(dataset, systems, items, seed, tick)
     return results
 
 

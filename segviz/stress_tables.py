@@ -144,7 +144,7 @@ def summarise(
                 s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
             }
             out.setdefault("forced", {})[half] = {**own, **forced}
-        for suite in [s for s in ("unseen", "figures", "closed") if results.get(s)]:
+        for suite in [s for s in ("unseen", "figures", "closed", "codes") if results.get(s)]:
             sel = {s: _select(results[suite], items, half, s) for s in systems}
             real_items = {s: {r["item"] for r in sel[s]} for s in systems}
             out.setdefault(suite, {})[half] = {
@@ -329,9 +329,10 @@ def render(summary: dict) -> str:
         "figures": ("Invented dates and numbers", lambda data: unseen_table(data, "stated")),
         "relations": ("Unseen relations", relations_table),
         "closed": ("Values outside the closed sets", lambda data: unseen_table(data, stutter=True)),
+        "codes": ("Invented codes", unseen_table),
     }
     parts = []
-    for suite in ("forced", "unseen", "long", "figures", "relations", "closed"):
+    for suite in ("forced", "unseen", "long", "figures", "relations", "closed", "codes"):
         for half, data in summary.get(suite, {}).items():
             title, fmt = titles[suite]
             table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)

@@ -391,3 +391,37 @@ def test_relations_suite_decodes_with_the_relation_words_hidden(tiny):
     long_long = parse_webnlg_triples(["A_Long_Long_Way | author | Sebastian_Barry"])
     assert stress_tables.stutters("A Long Long Way is by Barry.") and not stress_tables.stutters("A Long Long Way is by Barry.", long_long)
     assert stress_tables.stutters("A Long Long Way is by by Barry.", long_long)
+
+
+def test_invented_codes_keep_their_shape():
+    """The codes suite's substitution: every code object (one word with a digit: ISBN, ISSN,
+    runway name) replaced by another of its shape, letters and signs kept; dates, numbers and
+    names left as they are (session 33)."""
+    from segviz.invented import code_kind, substitute_codes_webnlg
+    from segviz.records import parse_webnlg_triples
+
+    assert [code_kind(v) for v in ('"978-0-14-303943-3"', "09L/27R", "0001-8392", "3XN")] == [True] * 4
+    assert not any(code_kind(v) for v in ("Apollo_12", "1990-05-11", "2776.0", "1986", "-3.3528", "ATISET", '"412"'))
+    recs = parse_webnlg_triples(['A_Book | ISBN_number | "0-439-17684-0"', "An_Airport | runwayName | 09L/27R",
+                                 "An_Airport | runwayLength | 2776.0", "A_Book | author | Garth_Nix"])  # fmt: skip
+    new = substitute_codes_webnlg(recs, seed=3)
+    assert [n.value == r.value for r, n in zip(recs, new, strict=True)] == [False, False, True, True]
+    shape = lambda v: "".join("9" if c.isdigit() else c for c in v)  # noqa: E731
+    assert [shape(n.value) for n in new[:2]] == ['"9-999-99999-9"', "99L/99R"]
+    assert substitute_codes_webnlg(recs, seed=3) == new
+
+
+def test_codes_suite_checks_each_invented_code_verbatim(tiny):
+    from segviz.records import parse_webnlg_triples
+
+    systems = stress.Systems(checkpoint.load(tiny / "webnlg-seg"), checkpoint.load(tiny / "webnlg-pg"), beam=2)
+    with_code = parse_webnlg_triples(["Aarhus_Airport | runwayName | 10L/28R", "Aarhus_Airport | cityServed | Aarhus"])
+    items = [*_items("webnlg")[:1], DevItem("codes", with_code, ["Aarhus Airport's runway is 10L/28R."])]
+    rows = stress.run_codes("webnlg", systems, items, 0, lambda: None)
+    assert [r["system"] for r in rows] == systems.names and {r["item"] for r in rows} == {1}
+    code = invented.substitute_codes_webnlg(with_code, 0)[0].value
+    assert code != "10L/28R" and all(r["verbatim"] == [["code", code, invented.states_verbatim(code, r["text"])]] for r in rows)
+    summary = stress.summarise({"long": stress.run_long("webnlg", systems, items, lambda: None), "codes": rows},
+                               items, systems.names)  # fmt: skip
+    assert summary["codes"][items[1].half]["rm"]["outputs"] == 1
+    assert "Invented codes" in stress.render(summary) and "code verbatim" in stress.render(summary)

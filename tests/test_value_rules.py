@@ -820,3 +820,23 @@ def test_dates_write_a_begun_date_out_whole_and_once():
     again = dates_again(said + list(ids("november", "13", ",")), dates)  # begin it again: no; finish it: no
     assert set(again) == set(ids("1874", "november", "13", "11", "nov")) and again[-1] == ids("1874")[0]
     assert dates_again(said[:4], dates) == [] and dates_again(said, {}) == []
+
+
+def test_codes_copies_an_unseen_code_whole():
+    """An invented ISBN has no capital, so the names rule did not copy it whole: the shipped
+    webnlg-seg wrote "978-0-14-303943" for "978-0-14-303943-3" (a hand-made input, session 33).
+    With ``codes`` it is copied whole and the checker finds the text exact."""
+    from conftest import ROOT
+
+    from segviz import checkpoint, faithfulness
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    assert ck.rules().codes and checkpoint.load(ROOT / "checkpoints" / "webnlg-pg").rules().codes  # shipped since session 33
+    recs = parse_webnlg_triples(["1789:_The_Salt_Road | author | J._K._Marlowe", '1789:_The_Salt_Road | numberOfPages | "412"',
+                                 '1789:_The_Salt_Road | ISBN_number | "978-0-14-303943-3"'])  # fmt: skip
+    without = dataclasses.replace(ck.rules(), codes=False)
+    texts = {on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(without, codes=on)).text
+             for on in (False, True)}  # fmt: skip
+    assert "978-0-14-303943-3" not in texts[False], texts[False]
+    assert "978-0-14-303943-3" in texts[True] and faithfulness.check("webnlg", recs, texts[True]).errors == 0, texts[True]

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import torch
 
 from segviz.data import SPECIALS, Vocab
+from segviz.invented import code_kind
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
     FUNCTION_WORDS,
@@ -508,6 +509,7 @@ class ValueRules:
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
     second: bool = False  # the segment model's n-best ranked with the PG baseline's log-probability too (segviz.decode.second: session 31)
+    codes: bool = False  # names: an unseen code ("978-0-14-303943-3", "09L/27R") is said whole, as an unseen name (session 33)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
@@ -556,7 +558,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -625,8 +627,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     before the segment began hold (:func:`spent_groups`, :func:`spent_ids`); ``dates`` has a
     record's segment that begins its date write it out whole (:func:`date_phrases`); ``second``
     ranks the segment model's n-best by its own score plus the PG baseline's log-probability of
-    each text (:mod:`segviz.decode.second`; ``partner``, set by :meth:`Checkpoint.rules`).
-    Chosen on the tuning half of dev (docs/design.md §6)."""
+    each text (:mod:`segviz.decode.second`; ``partner``, set by :meth:`Checkpoint.rules`);
+    ``codes`` (with ``names``) has an unseen code, which has no capital ("978-0-14-303943-3"),
+    copied whole once begun and said by its record's segment, as an unseen name is
+    (:func:`segviz.invented.code_kind`). Chosen on the tuning half of dev (docs/design.md §6)."""
     preset, *switches = re.split(r"(?=[+-])", name.strip())
     if preset not in _PRESETS or any(s[1:] not in RULE_SWITCHES for s in switches):
         raise ValueError(
@@ -829,10 +833,11 @@ def _phrases(
                 rules.known and name_key(text) not in rules.known
             )
             opened = text == r.value and open_value(r, rules)  # lower case too ("old town")
+            coded = rules.codes and text == r.value and code_kind(text)  # "978-0-14-303943-3": no capital
             if (
                 (unseen or seen_too or opened)
                 and len(toks) >= (1 if values_only else 2)
-                and (opened or any(ch.isupper() for ch in text))
+                and (opened or coded or any(ch.isupper() for ch in text))
             ):
                 ids = tuple(_ext_id(vocab, oov, t) for t in toks)
                 if None not in ids:  # every word is one the encoder read
