@@ -124,21 +124,30 @@ def new_figure(value: str, rng: random.Random) -> str:
         return f"{q}{rng.randint(1850, 2020)}{unit}{q}".replace(" ", "_" if "_" in value else " ")
     sign, body = num[: len(num) - len(num.lstrip("-"))], num.lstrip("-")
     whole, zeros = re.fullmatch(r"(.*?)(\.0+)?", body).groups()  # "2014.0": an integer, kept so
-    digits = "".join(rng.choice("123456789" if i == 0 and c != "0" else "0123456789") if c.isdigit() else c
-                     for i, c in enumerate(whole))  # fmt: skip
-    return (q + sign + digits + (zeros or "") + unit + q).replace(" ", "_" if "_" in value else " ")
+    return (q + sign + _redrawn(whole, rng) + (zeros or "") + unit + q).replace(" ", "_" if "_" in value else " ")
+
+
+def _redrawn(text: str, rng: random.Random) -> str:
+    """``text`` with every digit drawn anew, the first not 0 unless it was; the rest kept."""
+    return "".join(rng.choice("123456789" if i == 0 and c != "0" else "0123456789") if c.isdigit() else c
+                   for i, c in enumerate(text))  # fmt: skip
+
+
+def _substitute_objects(records: list[Record], seed: int, kind, new) -> list[Record]:
+    """``records`` with every object that ``kind`` accepts replaced by ``new(value, rng)`` (the
+    same value always by the same one within an input, never one the input holds)."""
+    rng, held, table = _rng(records, seed), {r.value for r in records}, {}
+    for v in dict.fromkeys(r.value for r in records if kind(r.value)):
+        made = new(v, rng)
+        while made in held or made in table.values():
+            made = new(v, rng)
+        table[v] = made
+    return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
 
 
 def substitute_figures_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
-    """``records`` with every date and number object (:func:`figure_kind`) replaced by an invented
-    one (the same value always by the same figure within an input, never one the input holds)."""
-    rng, held, table = _rng(records, seed), {r.value for r in records}, {}
-    for v in dict.fromkeys(r.value for r in records if figure_kind(r.value)):
-        new = new_figure(v, rng)
-        while new in held or new in table.values():
-            new = new_figure(v, rng)
-        table[v] = new
-    return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
+    """``records`` with every date and number object (:func:`figure_kind`) replaced by an invented one."""
+    return _substitute_objects(records, seed, figure_kind, new_figure)
 
 
 # ----------------------------------------------------------------------------- codes (session 33)
@@ -155,23 +164,10 @@ def code_kind(value: str) -> bool:
     return bool(m) and figure_kind(value) is None and not re.search(r"[^\W\d_]{4}", m.group(2)) and not v.isdigit()
 
 
-def new_code(value: str, rng: random.Random) -> str:
-    """Another code of the same shape: every digit drawn anew (the first not 0 unless it was),
-    letters and signs kept ("09L/27R" -> "41L/83R")."""
-    return "".join(rng.choice("123456789" if i == 0 and c != "0" else "0123456789") if c.isdigit() else c
-                   for i, c in enumerate(value))  # fmt: skip
-
-
 def substitute_codes_webnlg(records: list[Record], seed: int = 0) -> list[Record]:
-    """``records`` with every code object (:func:`code_kind`) replaced by an invented one (the same
-    value always by the same code within an input, never one the input holds)."""
-    rng, held, table = _rng(records, seed), {r.value for r in records}, {}
-    for v in dict.fromkeys(r.value for r in records if code_kind(r.value)):
-        new = new_code(v, rng)
-        while new in held or new in table.values():
-            new = new_code(v, rng)
-        table[v] = new
-    return [Record(r.attribute, table.get(r.value, r.value), r.subject) for r in records]
+    """``records`` with every code object (:func:`code_kind`) replaced by one of the same shape:
+    its digits drawn anew, letters and signs kept ("09L/27R" -> "41L/83R")."""
+    return _substitute_objects(records, seed, code_kind, _redrawn)
 
 
 def invented_figures(original: list[Record], substituted: list[Record]) -> list[tuple[int, str, str]]:
