@@ -8,6 +8,7 @@ object. Everything is lower-cased with punctuation split off.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -245,10 +246,12 @@ def _spaced(prev: str, tok: str) -> bool:
     return not (low in _NO_SPACE_BEFORE or before in _NO_SPACE_AFTER or low == "-" or before == "-")
 
 
-def _value_surfaces(records: list[Record]) -> list[tuple[list[str], list[str], list[bool]]]:
+@functools.lru_cache(maxsize=256)
+def _value_surfaces(records: tuple[Record, ...]) -> tuple[tuple[list[str], list[str], list[bool]], ...]:
     """(lower-cased tokens, tokens as written, whether a space stands before each token) of every
     record value and WebNLG subject, as typed and as an entity (``Washington,_D.C.`` ->
-    "Washington, D.C."), where the joiner alone would not write it so; longest first."""
+    "Washington, D.C."), where the joiner alone would not write it so; longest first. Once per
+    input (decoding writes every hypothesis's text for ``read``); never mutated."""
     out = []
     for r in records:  # a value as typed (E2E's "_Thai_", which its encoder reads so) and as a WebNLG entity
         for text in dict.fromkeys((r.value, entity_text(r.value), r.subject or "", entity_text(r.subject or ""))):
@@ -258,7 +261,7 @@ def _value_surfaces(records: list[Record]) -> list[tuple[list[str], list[str], l
             joined = [False] + [_spaced(a, b) for a, b in zip(cased, cased[1:], strict=False)]
             if cased and (any(w != w.lower() for w in cased) or gaps != joined):
                 out.append(([w.lower() for w in cased], cased, gaps))
-    return sorted(out, key=lambda p: -len(p[0]))
+    return tuple(sorted(out, key=lambda p: -len(p[0])))
 
 
 def restore_surface(tokens: list[str], records: list[Record]) -> tuple[list[str], list[bool | None], list[bool]]:
@@ -266,7 +269,7 @@ def restore_surface(tokens: list[str], records: list[Record]) -> tuple[list[str]
     tokens; for each token whether a space stands before it there (None outside a value: the
     joiner decides, :func:`_spaced`), and whether it ends such an occurrence."""
     tokens, spaced, ends = list(tokens), [None] * len(tokens), [False] * len(tokens)
-    for low, cased, gaps in _value_surfaces(records):
+    for low, cased, gaps in _value_surfaces(tuple(records)):
         n = len(low)
         for i in range(len(tokens) - n + 1):
             if [t.lower() for t in tokens[i : i + n]] == low:

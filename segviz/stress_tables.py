@@ -332,9 +332,8 @@ def render(summary: dict) -> str:
         "codes": ("Invented codes", unseen_table),
     }
     parts = []
-    for suite in ("forced", "unseen", "long", "figures", "relations", "closed", "codes"):
+    for suite, (title, fmt) in titles.items():
         for half, data in summary.get(suite, {}).items():
-            title, fmt = titles[suite]
             table = fmt(data, summary.get("references", {}).get(half)) if suite == "long" else fmt(data)
             parts.append(f"**{title}, {half} half**\n\n{table}")
     return "\n\n".join(parts)

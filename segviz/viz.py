@@ -76,8 +76,9 @@ def display_tokens(
             for w in _WORD.findall(text) + _TOKEN.findall(text):  # and as tokenised: "Mary's" is one token
                 if w != w.lower():
                     casing.setdefault(w.lower(), w)
+    layout = written(list(tokens), [] if cased is not None else list(records))  # (word, space, begins a sentence)
     out = []
-    for n, (tok, (shown, space, start)) in enumerate(zip(tokens, written(list(tokens), [] if cased is not None else list(records)), strict=True)):
+    for n, (tok, (shown, space, start)) in enumerate(zip(tokens, layout, strict=True)):
         if cased is not None:
             word = cased[n]
         elif not shown:  # a stop after a value's own ("D.C."), written once (records.written)
