@@ -23,12 +23,21 @@ from segviz.faithfulness.e2e_rules import (  # one place: the checker's rules na
     E2E_ATTRIBUTES,
     E2E_VALUES,
 )
-from segviz.faithfulness.webnlg import check_webnlg, own_entities_webnlg, value_mentions_webnlg
+from segviz.faithfulness.webnlg import (
+    attributable_webnlg,
+    check_webnlg,
+    own_entities_webnlg,
+    value_mentions_webnlg,
+)
 from segviz.records import Record, parse_e2e_mr, parse_webnlg_triples
 
 
 def _no_entities(record: Record) -> frozenset[str]:
     return frozenset()
+
+
+def _every_record(records: list[Record]) -> frozenset[int]:
+    return frozenset(range(len(records)))
 
 
 def _no_names(records: list[Record]) -> list[str]:
@@ -71,6 +80,7 @@ class Dataset:
     foreign_suffixes: tuple[str, ...] = ()  # input files of another dataset, refused by name
     reads_folders: bool = True  # read_inputs accepts a folder
     own_entities: Callable[[Record], frozenset[str]] = _no_entities  # entities a record may restate
+    attributable: Callable[[list[Record]], frozenset[int]] = _every_record  # records (0-based) the checker's reading gives to them alone (rules.read)
     columns: tuple[str, ...] = ("attribute", "value")  # the records editor
     row: Callable[[Record], list[str]] = lambda r: [r.attribute, r.value]  # a record's cells
     record: Callable[[list[str]], Record] = lambda cells: Record(cells[0], cells[1])  # cells -> record
@@ -159,7 +169,7 @@ register(Dataset(
 register(Dataset(
     name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
     files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
-    check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg,
+    check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg, attributable=attributable_webnlg,
     not_measured=frozenset({"wrong", "hallucinated"}), relation_words=True,
     checker_note="The WebNLG checker finds each triple's object in the text (said, or said twice); it does not check "
     "whom the text says it of, so a triple marked realised can still be misattributed. The per-segment verdicts "

@@ -352,6 +352,32 @@ def test_shipped_webnlg_dates_write_an_unseen_date_out_whole():
     assert "1874" in after.text and check("webnlg", records, after.text).errors == 0, after.text
 
 
+def test_webnlg_read_leaves_a_shared_object_to_the_mention_rule():
+    """Session 34, tune half's long suite: with ``read`` (webnlg-seg's rules since session 34) the
+    checker's reading of "Julia Morgan" counted ``Asilomar_Conference_Grounds | architect |
+    Julia_Morgan`` as said wherever Julia Morgan was the subject, and +RM ended without the
+    grounds, which the checker cannot see. An object that is another entity of the input too is
+    now read by the mention rule (``Dataset.attributable``), and the fact is said."""
+    from segviz.datasets import get
+    from segviz.decode.rules import checker_reading
+    from segviz.records import parse_webnlg_triples
+
+    web = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    records = parse_webnlg_triples([
+        "Asilomar_Conference_Grounds | architect | Julia_Morgan", "Julia_Morgan | significantBuilding | Los_Angeles_Herald-Examiner",
+        "Julia_Morgan | significantBuilding | Riverside_Art_Museum", "Julia_Morgan | birthPlace | California",
+    ])
+    assert get("webnlg").attributable(records) == frozenset({1, 2, 3})  # "Julia Morgan" is a subject too
+    rules = web.rules()
+    assert rules.read
+    words = "julia morgan was born in california".split()
+    read = checker_reading(web.vocab, [], records, rules)
+    ids = tuple(web.vocab.stoi[w] for w in words)
+    assert read(ids) == frozenset({4}) and read(ids, frozenset({1})) == frozenset({1, 4})
+    r = generate_seg(web.model, web.vocab, records, "rm", beam=5, rules=rules)
+    assert "asilomar conference grounds" in r.text.lower() and check("webnlg", records, r.text).errors == 0, r.text
+
+
 def test_shipped_sample_structures_gives_distinct_plans(shipped, examples):
     """Paper appendix B: sampled structures differ (at least 2 distinct plans out of 3). Until
     session 24 the shipped e2e-seg's transition model was one-hot (p = 1.000 at every boundary)

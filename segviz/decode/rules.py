@@ -306,19 +306,27 @@ def checker_reading(vocab: Vocab, oov: list[str], records: list[Record], rules: 
     """``rules.read``: a function of a hypothesis's tokens (extended ids) -> the records (1..K)
     that the automatic checker of ``rules.dataset`` reads as said in their text, realised or
     repeated (:func:`segviz.faithfulness.check`), remembered per token sequence; None when the
-    rule is off. Under r / rm it replaces the mention rule's word-by-word reading at each segment's
+    rule is off. A record the checker's reading cannot give to it alone (the dataset's
+    ``attributable``: a WebNLG object that is another entity of the input too is said for both)
+    is read by the mention rule instead: the function's second argument, the hypothesis's own
+    mentions. Under r / rm it replaces the mention rule's word-by-word reading at each segment's
     end and decides when the text may end (docs/design.md §6)."""
     if not rules or not rules.read or not rules.dataset:
         return None
+    from segviz.datasets import get
     from segviz.faithfulness import check
 
     words = vocab.itos + oov
+    alone = frozenset(i + 1 for i in get(rules.dataset).attributable(records))
 
     @functools.lru_cache(maxsize=4096)
-    def read(tokens: tuple[int, ...]) -> frozenset:
+    def checked(tokens: tuple[int, ...]) -> frozenset:
         text = detokenize([words[i] for i in tokens if i >= len(SPECIALS)], records)
         verdicts = check(rules.dataset, records, text).per_record
         return frozenset(v.index + 1 for v in verdicts if v.status in ("realised", "repeated"))
+
+    def read(tokens: tuple[int, ...], mentioned: frozenset = frozenset()) -> frozenset:
+        return checked(tokens) & alone | mentioned - alone
 
     return read
 

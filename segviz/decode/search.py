@@ -583,7 +583,7 @@ class SegmentDecoder:
         if x.plan:
             return h.plan_pos >= len(x.plan)
         if x.level.cover_all:
-            said = x.read(tuple(h.tokens)) if x.read and not h.realised >= x.all_recs else h.mentioned
+            said = x.read(tuple(h.tokens), h.mentioned) if x.read and not h.realised >= x.all_recs else h.mentioned
             return (h.realised | said) >= x.all_recs
         return True
 
@@ -610,7 +610,7 @@ class SegmentDecoder:
             if kind == "r":
                 new_hyps.append(self._choose_record(x, h, score, v))
             elif v == EOSEG_ID:
-                said = x.read(tuple(h.tokens)) if x.read else h.mentioned  # read: the checker's reading
+                said = x.read(tuple(h.tokens), h.mentioned) if x.read else h.mentioned  # read: the checker's reading
                 new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said))
             else:
                 nh = self._emit(x, h, m, score, v, emitted)

@@ -255,6 +255,14 @@ def value_mentions_webnlg(records: list[Record], norm: str) -> list[ValueMention
     return sorted(out, key=lambda m: (m.start, m.end))
 
 
+def attributable_webnlg(records: list[Record]) -> frozenset[int]:
+    """Indices (0-based) of the triples whose object the checker's reading gives to them alone:
+    no other entity of the input (subject or object) is the same ("United States" of
+    ``X | country | United_States`` and ``United_States | leader | Y`` is said for both)."""
+    entities = [_entity_norm(e) for r in records for e in (r.subject or "", r.value) if e]
+    return frozenset(i for i, r in enumerate(records) if entities.count(_entity_norm(r.value)) <= 1)
+
+
 def own_entities_webnlg(record: Record) -> frozenset[str]:
     """Entities a segment of ``record`` may name: its subject and its object."""
     return frozenset(_entity_norm(e) for e in (record.subject or "", record.value) if e)
