@@ -626,9 +626,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
     (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm; ``e2e-seg``'s
-    rules since session 27) takes what the automatic checker reads in the text as what it has
-    said: at each segment's end the records it reads said are the mentioned ones, and the text
-    may end only once it reads every record not realised by a segment (:func:`checker_reading`);
+    rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
+    the text as what it has said: at each segment's end the records it reads said are the
+    mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
+    text may end only once it reads every record not realised by a segment (:func:`checker_reading`);
     ``foreign`` never lets a text begin (or, when the input says its first word, end) a training
     name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`); ``spent``
     (under r / rm / a plan) bans in a segment the lexicon words whose attributes only records said
