@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.records import MONTHS, Record
@@ -219,9 +220,7 @@ def check_webnlg(records: list[Record], text: str) -> FaithReport:
     """Verdicts for WebNLG triples: object found (realised), 2+ times (repeated) or not (missing)."""
     norm = normalise(text)
     entities = [e for r in records for e in (r.subject or "", r.value) if e]
-    in_input: dict[str, int] = {}
-    for e in entities:
-        in_input[_entity_norm(e)] = in_input.get(_entity_norm(e), 0) + 1
+    in_input = _entity_counts(records)
     report = FaithReport()
     for idx, r in enumerate(records):
         n, ev = _count_entity(r.value, norm, entities, r.subject)
@@ -259,8 +258,13 @@ def attributable_webnlg(records: list[Record]) -> frozenset[int]:
     """Indices (0-based) of the triples whose object the checker's reading gives to them alone:
     no other entity of the input (subject or object) is the same ("United States" of
     ``X | country | United_States`` and ``United_States | leader | Y`` is said for both)."""
-    entities = [_entity_norm(e) for r in records for e in (r.subject or "", r.value) if e]
-    return frozenset(i for i, r in enumerate(records) if entities.count(_entity_norm(r.value)) <= 1)
+    in_input = _entity_counts(records)
+    return frozenset(i for i, r in enumerate(records) if in_input[_entity_norm(r.value)] <= 1)
+
+
+def _entity_counts(records: list[Record]) -> Counter:
+    """How often each normalised entity stands in the input, as a subject or an object."""
+    return Counter(_entity_norm(e) for r in records for e in (r.subject or "", r.value) if e)
 
 
 def own_entities_webnlg(record: Record) -> frozenset[str]:
