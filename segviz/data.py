@@ -191,6 +191,7 @@ class Encoded:
     n_records: int  # K
     tgt: list[int]  # (T,) extended ids of y_1..y_T, last is <eos>
     oov: list[str]
+    forbid: list[tuple[int, int]] = field(default_factory=list)  # (t, state) emissions set to log 0 (train --anchor, segviz.anchor)
 
 
 def encode(vocab: Vocab, records: list[Record], target: list[str] | None = None) -> Encoded:
@@ -231,6 +232,7 @@ class Batch:
     tgt      (B, T) long   y_1 .. y_T  extended ids, pad 0
     tgt_len  (B,)   long
     n_oov    int           max number of source-only words (extended vocab is V + n_oov)
+    forbid   (B, T, S) bool emissions set to log 0 (train --anchor), None when no example has any
     """
 
     src: torch.Tensor
@@ -246,6 +248,7 @@ class Batch:
     encoded: list[Encoded]
     global_size: int = 0  # data-parallel training: examples / target tokens of the whole
     global_tokens: int = 0  # global batch this shard belongs to (0: this batch is the whole)
+    forbid: torch.Tensor | None = None
 
     @property
     def size(self) -> int:
@@ -267,6 +270,8 @@ class Batch:
         if self.src.device == device:
             return self
         moved = {f: getattr(self, f).to(device, non_blocking=non_blocking) for f in _TENSOR_FIELDS}
+        if self.forbid is not None:
+            moved["forbid"] = self.forbid.to(device, non_blocking=non_blocking)
         return dataclasses.replace(self, **moved)
 
 
@@ -295,6 +300,13 @@ def collate(items: Sequence[Encoded], vocab_size: int) -> Batch:
             prev = [BOS_ID] + [i if i < vocab_size else UNK_ID for i in e.tgt[:-1]]
             tgt_in[b, :t] = torch.tensor(prev)
         rec_mask[b, : e.n_records + 1] = True
+    forbid = None
+    if any(e.forbid for e in items):  # train --anchor (segviz.anchor)
+        forbid = torch.zeros(B, T, S, dtype=torch.bool)
+        for b, e in enumerate(items):
+            if e.forbid:
+                t, s = zip(*e.forbid, strict=True)
+                forbid[b, list(t), list(s)] = True
     return Batch(
         src=src,
         src_ext=src_ext,
@@ -307,6 +319,7 @@ def collate(items: Sequence[Encoded], vocab_size: int) -> Batch:
         tgt_len=torch.tensor([len(e.tgt) for e in items]),
         n_oov=max(len(e.oov) for e in items),
         encoded=list(items),
+        forbid=forbid,
     )
 
 

@@ -68,15 +68,22 @@ def segment_score_table(log_emit: torch.Tensor) -> torch.Tensor:
     return torch.cat([zero, log_emit.cumsum(1)], dim=1)
 
 
-def segment_windows(log_emit: torch.Tensor, log_end: torch.Tensor, L: int, lam: torch.Tensor | float = 0.0) -> torch.Tensor:
+def segment_windows(
+    log_emit: torch.Tensor, log_end: torch.Tensor, L: int, lam: torch.Tensor | float = 0.0, ban: torch.Tensor | None = None
+) -> torch.Tensor:
     """Scores of every segment, ``(B, T, L', S)`` with ``L' = min(L, T)``: ``[b, i-1, l-1, j]`` is
     the segment of the ``l`` tokens ``i-l .. i-1`` in state ``j`` (``C[i] - C[i-l] + log_end[i-1]
-    + lam``); entries with ``l > i`` are 0 and never read. One pass before the recursion."""
+    + lam``); entries with ``l > i`` are 0 and never read. One pass before the recursion.
+    ``ban (B, T, S)`` bool: a segment of ``j`` holding a token banned under ``j`` scores ``NEG``
+    (counted apart: a ``NEG`` inside ``C`` would cost the other windows their precision)."""
     B, T, S = log_emit.shape
     C = segment_score_table(log_emit)  # (B, T+1, S)
+    Cb = None if ban is None else segment_score_table(ban.to(torch.int32))  # banned tokens so far, exact
     rows = []
     for n in range(1, min(L, T) + 1):
         diff = C[:, n:] - C[:, :-n]  # segments of n tokens ending at i = n .. T
+        if Cb is not None:
+            diff = diff.masked_fill(Cb[:, n:] - Cb[:, :-n] > 0, NEG)
         rows.append(torch.cat([diff.new_zeros(B, n - 1, S), diff], dim=1) if n > 1 else diff)
     lam = torch.as_tensor(lam, dtype=log_emit.dtype, device=log_emit.device)
     lam = lam.reshape(-1, 1, 1, 1) if lam.dim() else lam
@@ -91,16 +98,19 @@ def forward(
     lengths: torch.Tensor,
     L: int,
     lam: torch.Tensor | float = 0.0,
+    ban: torch.Tensor | None = None,
 ) -> ForwardResult:
     """Log-space forward algorithm (eq. 5) and expected #segments, batched.
 
     ``lengths (B,)`` are the target lengths; ``alpha`` is read at each example's own length,
     so padding after it never matters. ``lam`` (scalar or ``(B,)``) is added to every segment
     score; its derivative of ``log_z`` is the expected number of segments (tests use this).
+    ``ban (B, T, S)`` bool: the sum leaves out every path with a token in a state that bans it
+    (``train --anchor``, :mod:`segviz.anchor`; :func:`segment_windows`).
     Cost ``O(T·L·S + T·S²)`` per example.
     """
     B, T, S = log_emit.shape
-    seg_rows = segment_windows(log_emit, log_end, L, lam).unbind(1)  # T x (B, L', S)
+    seg_rows = segment_windows(log_emit, log_end, L, lam, ban).unbind(1)  # T x (B, L', S)
     trans = log_trans.unbind(1)  # T x (B, S, S): one backward node, no zero-filled slice gradients
     betas = [log_init]  # beta[p], (B, S)
     nus = [torch.zeros_like(log_init)]  # E[#segments before p | beta[p, j]]

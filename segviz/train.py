@@ -83,6 +83,7 @@ class TrainConfig:
     val_half: str = "all"  # validation loss (so the checkpoint choice) on: all of dev | its tune half (records.half_of)
     word_dropout: float = 0.0  # share of decoder input words replaced by <unk> while training (0 = the paper)
     relation_dropout: float = 0.0  # share of WebNLG training records whose relation words are read as unseen (segviz.augment; 0 = the paper)
+    anchor: bool = False  # seg: a word of only some records' values is emitted under one of them (segviz.anchor; off = the paper)
 
 
 RESUME_OVERRIDABLE = ("reg_weight", "reg_gamma", "dropout", "max_seg_len")
@@ -143,6 +144,8 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     dev = load_split(tcfg.dataset, "dev", data_dir)
     if tcfg.val_half not in ("all", *HALVES):
         raise DataError(f"--val-half must be all, {' or '.join(HALVES)}, not {tcfg.val_half!r}")
+    if tcfg.anchor and tcfg.model != "seg":
+        raise DataError("--anchor restricts the segment model's alignments: the PG baseline has none")
     if not 0.0 <= tcfg.word_dropout < 1.0:
         raise DataError(f"--word-dropout must be in [0, 1), not {tcfg.word_dropout}")
     if not 0.0 <= tcfg.figures <= 1.0 or (tcfg.figures and tcfg.dataset != "webnlg"):
@@ -167,7 +170,18 @@ def prepare(tcfg: TrainConfig, mcfg_overrides: dict, data_dir: Path | None, voca
     hidden = augment.relation_dropout(train, tcfg.relation_dropout, tcfg.seed)
     enc_train = [encode(vocab.hiding(h) if h else vocab, e.records, e.target) for e, h in zip(train, hidden, strict=True)]
     enc_dev = [encode(vocab, e.records, e.target) for e in dev]
+    if tcfg.anchor:  # the training objective only: validation stays the paper's likelihood
+        _anchor(vocab, train, enc_train, mcfg.max_seg_len)
     return vocab, mcfg, enc_train, enc_dev
+
+
+def _anchor(vocab: Vocab, train: list, enc_train: list, L: int) -> None:
+    """``--anchor``: each encoded example's forbidden emissions (:func:`segviz.anchor.forbidden`)."""
+    from segviz.anchor import forbidden
+
+    for e, enc in zip(train, enc_train, strict=True):
+        enc.forbid = forbidden(vocab, e.records, enc, L)
+    log.info("--anchor: %d of %d examples anchored", sum(bool(e.forbid) for e in enc_train), len(enc_train))
 
 
 def init_from(src: Path, out: Path) -> None:
@@ -243,7 +257,7 @@ def _stored_config(tcfg: TrainConfig, mcfg_overrides: dict, out: Path) -> tuple[
     was_val_n = stored["train"].get("max_val_examples", 0)
     limits = {k: getattr(tcfg, k) or stored["train"].get(k, 0) for k in ("max_examples", "max_val_examples")}  # 0: keep
     tcfg = TrainConfig(**{**stored["train"], "epochs": tcfg.epochs, "clean": tcfg.clean or was_clean, "clean_list": tcfg.clean_list or stored["train"].get("clean_list", ""),
-                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "open_values": tcfg.open_values, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "relation_dropout": tcfg.relation_dropout, "val_half": half, **limits})
+                          "substitute": tcfg.substitute, "abbreviations": tcfg.abbreviations, "open_values": tcfg.open_values, "figures": tcfg.figures, "word_dropout": tcfg.word_dropout, "relation_dropout": tcfg.relation_dropout, "anchor": tcfg.anchor, "val_half": half, **limits})
     new_list = tcfg.clean_list != stored["train"].get("clean_list", "")
     return tcfg, mcfg, vocab, (tcfg.clean and not was_clean) or new_list or half != was_half or tcfg.max_val_examples != was_val_n
 

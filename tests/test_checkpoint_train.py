@@ -341,3 +341,20 @@ def test_relation_dropout_hides_relation_words_of_webnlg_training_examples_only(
     for bad in (dict(dataset="e2e", relation_dropout=0.3), dict(dataset="webnlg", relation_dropout=1.0)):
         with pytest.raises(DataError, match="--relation-dropout"):
             prepare(TrainConfig(**bad, max_examples=16), {}, None)
+
+
+@pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
+def test_anchor_bans_emissions_of_training_examples_only():
+    """``train --anchor`` (session 35, :mod:`segviz.anchor`): most WebNLG training examples get
+    banned emissions, validation none (its loss stays the paper's); the PG baseline refuses it."""
+    from segviz.train import prepare
+
+    base = dict(dataset="webnlg", max_examples=200, max_val_examples=20)
+    _, _, train, dev = prepare(TrainConfig(**base, anchor=True), {"max_seg_len": 16}, None)
+    assert sum(bool(e.forbid) for e in train) > 150 and not any(e.forbid for e in dev)
+    e = next(e for e in train if e.forbid)
+    assert all(0 <= t < len(e.tgt) and 0 <= s <= e.n_records for t, s in e.forbid)
+    _, _, plain, _ = prepare(TrainConfig(**base), {}, None)
+    assert not any(x.forbid for x in plain)
+    with pytest.raises(DataError, match="--anchor"):
+        prepare(TrainConfig(**base, model="pg", anchor=True), {}, None)

@@ -249,8 +249,8 @@ class SegmentModel(EncoderDecoder):
         the reference that :meth:`loss` is tested against."""
         pot = self.potentials(batch)
         res = dp.forward(
-            pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len
-        )
+            pot.log_init, pot.log_trans, pot.log_emit, pot.log_end, batch.tgt_len, self.cfg.max_seg_len, ban=batch.forbid
+        )  # ban: train --anchor (segviz.anchor)
         return _host_stats(*self._finish(batch, -res.log_z, res.expected_segments))
 
     def _finish(self, batch: Batch, nll: torch.Tensor, exp_seg: torch.Tensor):
@@ -320,7 +320,7 @@ class SegmentModel(EncoderDecoder):
         log_trans = torch.log_softmax(scores.masked_fill(mask, NEG), dim=-1)
         log_init = torch.log_softmax(dscore[:, 0].masked_fill(~batch.rec_mask, NEG), dim=1)
         with torch.autocast(d.device.type, enabled=False):  # --amp: the networks only, never the DP
-            res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len)
+            res = dp.forward(log_init, log_trans, log_emit, log_end, batch.tgt_len, self.cfg.max_seg_len, ban=batch.forbid)
         return self._finish(batch, -res.log_z, res.expected_segments)
 
     # ----- single steps (decoding) ------------------------------------------------------------
