@@ -20,12 +20,12 @@ def anchors(vocab: Vocab, records: list[Record], enc: Encoded) -> list[frozenset
     ``y_t`` as a content word, when it is in no subject either; an empty set: any state."""
     word = lambda i: vocab.itos[i] if i < len(vocab) else enc.oov[i - len(vocab)]  # noqa: E731
     owners: dict[str, set[int]] = {}
-    subjects = {t.lower() for r in records if r.subject for t in tokenize(entity_text(r.subject))}
+    subjects = {t for r in records if r.subject for t in tokenize(entity_text(r.subject))}  # lower case, as every token
     for k, r in enumerate(records, 1):
         for t in r.value_tokens:
-            if not is_function_word(t.lower()) and t.lower() not in subjects:
-                owners.setdefault(t.lower(), set()).add(k)
-    return [frozenset(owners.get(word(y).lower(), ())) for y in enc.tgt]
+            if not is_function_word(t) and t not in subjects:
+                owners.setdefault(t, set()).add(k)
+    return [frozenset(owners.get(word(y), ())) for y in enc.tgt]
 
 
 def feasible(allowed: list[frozenset[int]], K: int, L: int) -> bool:
