@@ -529,6 +529,60 @@ def test_shipped_webnlg_rm_states_every_record_in_its_own_segment():
     assert "English" in out.text and (faith.wrong, faith.repeated, faith.missing) == (0, 0, 0), out.text
 
 
+def test_literal_states_a_webnlg_value_by_its_own_words_only():
+    """Session 36, ``literal``: the lexicon's words of a WebNLG value come from the references it
+    was said in, so they hold the entities it came with ("athens" stated ``manager | Gus_Poyet``
+    and +RM ended "He is now manager of afc athens fc."). Under ``literal`` a value is stated by
+    its own words and the spellings the checker reads as it ("uk", "973", "july"; "gerard" with
+    ``spellings``), never by its subject's; an E2E record keeps its ``stating`` row."""
+    from segviz.decode.rules import _literal_mask, _says_mask
+    from segviz.records import parse_webnlg_triples
+
+    recs = parse_webnlg_triples(["AEK_Athens_F.C. | manager | Gus_Poyet", "Aarhus | country | United_Kingdom",
+                                 "Andrews_County_Airport | elevation | 973.0", 'Monument | established | "1907-07-11"',
+                                 "France | leaderName | Gérard_Larcher"])  # fmt: skip
+    vocab = Vocab(["aek", "athens", "gus", "poyet", "uk", "united", "kingdom", "britain", "aarhus", "973", "973.0",
+                   "july", "1907", "11", "gérard", "gerard", "larcher", "france"])  # fmt: skip
+    lex = {"athens": frozenset({"tok:poyet"}), "aarhus": frozenset({"value:country=united_kingdom"})}
+    on, off = ValueRules(lex, stating=True, spellings=True, literal=True), ValueRules(lex, stating=True, spellings=True)
+    words = lambda m: [{w for w in vocab.itos if m[k, vocab.stoi[w]]} for k in range(1, 6)]  # noqa: E731
+    assert words(_says_mask(vocab, [], recs, on))[:2] == [{"gus", "poyet", "athens"}, {"united", "kingdom", "aarhus"}]
+    assert words(_literal_mask(vocab, [], recs, on)) == [
+        {"gus", "poyet"}, {"united", "kingdom", "uk", "britain"}, {"973", "973.0"}, {"july", "1907", "11"},
+        {"gérard", "gerard", "larcher"}]  # fmt: skip
+    assert _literal_mask(vocab, [], recs, off) is None  # off by default
+    e2e = parse_e2e_mr("name[Aarhus], area[riverside]")
+    assert (_literal_mask(vocab, [], e2e, on) == _says_mask(vocab, [], e2e, on)).all()  # no subject: its stating row
+
+
+def test_literal_rm_segments_say_their_own_value_unless_said_before():
+    """A tune-half dev input (SportsTeam/5/Id2): with the shipped rules +RM gave ``manager |
+    Gus_Poyet`` the segment "now manager of afc athens fc ." and the checker found the manager
+    missing. With ``literal`` each record's segment says a word of its own value, or follows a
+    text that had said one already, and the text names the manager."""
+    from conftest import ROOT
+
+    from segviz import faithfulness
+    from segviz.data import encode
+    from segviz.decode.rules import _literal_mask
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["AEK_Athens_F.C. | league | Superleague_Greece", "Superleague_Greece | champions | Olympiacos_F.C.",
+                                 "AEK_Athens_F.C. | manager | Gus_Poyet", "Gus_Poyet | club | Real_Zaragoza",
+                                 "Gus_Poyet | club | Chelsea_F.C."])  # fmt: skip
+    rules = dataclasses.replace(ck.rules(), literal=True)
+    out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=rules)
+    oov = encode(ck.vocab, recs).oov
+    mask = _literal_mask(ck.vocab, oov, recs, rules)
+    ids = lambda ts: [i for t in ts if (i := ck.vocab.stoi.get(t, len(ck.vocab) + oov.index(t) if t in oov else None)) is not None]  # noqa: E731
+    for s, e, j in out.segments:
+        if j:
+            assert mask[j, ids(out.tokens[s:e])].any() or mask[j, ids(out.tokens[:s])].any(), (j, out.tokens[s:e])
+    faith = faithfulness.check("webnlg", recs, out.text)
+    assert "Gus Poyet" in out.text and (faith.wrong, faith.repeated, faith.missing) == (0, 0, 0), out.text
+
+
 def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
     from segviz.decode.rules import _says_mask
 

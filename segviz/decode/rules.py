@@ -12,7 +12,7 @@ import functools
 import math
 import re
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
 
@@ -495,6 +495,7 @@ class ValueRules:
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
+    literal: bool = False  # with stating (WebNLG): that word is one of the value's own, unless the text said the value before (session 36)
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
@@ -566,7 +567,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "literal", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -611,7 +612,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     and that one slot of the input holds, from being begun again (:func:`_said_once`); ``values`` bans inside a record's segment the words its
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value
-    (:func:`_says_mask`); ``qualifiers`` (under r / rm) counts a value as said when the text says it
+    (:func:`_says_mask`), and ``literal`` (with ``stating``; WebNLG) only after one of its value's own
+    words, unless the text said the value before the segment began (:func:`_literal_mask`); ``qualifiers`` (under r / rm) counts a value as said when the text says it
     as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
     York", :func:`_qualified`); ``spellings`` (under r / rm / a plan) lets the mention rule and
     *once* read a value word said without its accents or as a possessive word ("nasa's",
@@ -795,6 +797,37 @@ def _says_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
         words |= {w for w, vs in rules.segment_words.get(r.attribute, {}).items() if r.value.lower() in vs}
         mask[k, _ids(vocab, oov, words)] = True
     return mask
+
+
+def _literal_words(record: Record) -> set[str]:
+    """The words that state ``record``'s value under ``literal``: the content words of its value
+    and of every spelling the WebNLG checker reads as it (``faithfulness.webnlg.spellings``:
+    "uk" of ``United_Kingdom``, "973" of 973.0, "july" of 1907-07-11), never its subject's."""
+    from segviz.faithfulness.webnlg import spellings
+    from segviz.lexicon import value_words
+
+    own = value_words([replace(record, subject=None)])
+    return own | {w for s in spellings(record.value) for w in tokenize(s) if not is_function_word(w)}
+
+
+def _literal_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+    """(K+1, n_ext) bool: row k holds the words that state record k's value under ``literal``
+    (:func:`_literal_words`; session 36). The lexicon's words of a WebNLG value, which
+    :func:`_says_mask` adds, come from the references it was said in, and so hold the entities it
+    came with ("athens", "chelsea" state ``manager | Gus_Poyet``): with them a segment could
+    end on its relation alone ("He is now manager of afc athens fc."). A record without a
+    subject (E2E) keeps its :func:`_says_mask` row. With ``spellings`` a word's twins count as
+    it (:func:`spelling_twins`: "gerard", "texans"). None when off."""
+    says = _says_mask(vocab, oov, records, rules)
+    if says is None or not rules.literal:
+        return None
+    twins = spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules.spellings else {}
+    for k, r in enumerate(records, 1):
+        if r.subject:
+            says[k] = False
+            says[k, _ids(vocab, oov, _literal_words(r))] = True
+            says[k, [i for i, t in twins.items() if says[k, t]]] = True
+    return says
 
 
 def _own_mask(

@@ -35,6 +35,7 @@ from segviz.decode.rules import (
     _has,
     _inner_ids,
     _just_said,
+    _literal_mask,
     _mentioned_now,
     _month_mask,
     _next_words,
@@ -206,12 +207,21 @@ def _either(*masks: torch.Tensor | None) -> torch.Tensor | None:
     return functools.reduce(torch.logical_or, given) if given else None
 
 
-def _says(x, k: int, v: int) -> bool:
-    """Whether word ``v`` meets the content rule in record ``k``'s segment: a word that is not a
-    function word, or with ``rules.stating`` one of ``x.says[k]`` (:func:`_content_mask`)."""
+def _says(x, h, v: int) -> bool:
+    """Whether word ``v`` meets the content rule in the segment of ``h``'s record ``k``: a word
+    that is not a function word, or with ``rules.stating`` one of ``x.says[k]``, with
+    ``rules.literal`` one of ``x.literal[k]`` unless the text said the value before the segment
+    began (``h.loose``; :func:`_content_mask`)."""
     if x.func is None:
         return False
-    return bool(x.says[max(k, 0), v]) if x.says is not None else not bool(x.func[v])
+    says = x.literal if x.literal is not None and not h.loose else x.says
+    return bool(says[max(h.k, 0), v]) if says is not None else not bool(x.func[v])
+
+
+def _said_own(x, tokens: list[int], k: int) -> bool:
+    """Whether ``tokens`` hold a word of record ``k``'s own value (``x.literal[k]``: a segment
+    of ``k`` then needs none, ``rules.literal``)."""
+    return x.literal is not None and k > 0 and bool(tokens) and bool(x.literal[k, tokens].any())
 
 
 def _content_mask(says: torch.Tensor | None, func: torch.Tensor) -> torch.Tensor | None:
@@ -246,6 +256,7 @@ class _SegHyp:
     realised: frozenset = frozenset()
     plan_pos: int = 0  # plan records realised so far
     content: bool = False  # the current segment has a word that is not a function word
+    loose: bool = False  # the text said a word of the current record's own value before its segment began (rules.literal)
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
     owed: tuple = ()  # the rests of the proper names being copied, one tuple each (ValueRules.names, rules._owed_after)
     named: bool = False  # the current segment has said its record's proper name whole
@@ -282,6 +293,7 @@ class _Input:
     longer: dict  # k -> the input's subjects and values longer than its value that hold it (a mention inside one does not count)
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
+    literal: torch.Tensor | None  # (S, n_ext) bool: the same of k's own value's words (rules.literal), None when off
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
@@ -406,6 +418,7 @@ class SegmentDecoder:
             longer=longer_than(vocab, oov, records, values, rules),
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
+            literal=_content_mask(_literal_mask(vocab, oov, records, rules), func) if content_rule else None,
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
@@ -636,7 +649,7 @@ class SegmentDecoder:
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
             plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
-            named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j), x.twins),
+            named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j), x.twins), loose=_said_own(x, h.tokens, j),
             before=(h.realised | h.mentioned) - {j},
         )  # fmt: skip
 
@@ -653,7 +666,7 @@ class SegmentDecoder:
         return replace(
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
-            content=h.content or _says(x, h.k, v),
+            content=h.content or _says(x, h, v),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),

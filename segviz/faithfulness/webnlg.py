@@ -81,6 +81,20 @@ def _plain_variants(entity: str) -> list[str]:
     return list(dict.fromkeys(p for p in plain if p))
 
 
+def spellings(entity: str) -> list[str]:
+    """The normalised spellings the checker reads as stating a WebNLG entity
+    (:func:`_plain_variants`: short forms, the place before a comma, aliases, numbers written
+    otherwise) and, for a date, its month, day and year ("july 11 1907" of ``1907-07-11``,
+    written out in any order); the decoder's *literal* rule reads their words
+    (``decode.rules._literal_words``)."""
+    out = _plain_variants(entity)
+    date = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", _no_paren(_entity_norm(entity)))
+    if date:
+        y, mo, d = date.groups()
+        out.append(f"{MONTHS[int(mo) - 1]} {int(d)} {y}")
+    return out
+
+
 def _spaced(spelling: str) -> str:
     """Regex of a normalised spelling that also reads it with its words joined by a dash, with a
     space around a full stop and between letters and digits, as a detokenised output ("a. d.
