@@ -551,8 +551,24 @@ def test_literal_states_a_webnlg_value_by_its_own_words_only():
         {"gus", "poyet"}, {"united", "kingdom", "uk", "britain"}, {"973", "973.0"}, {"july", "1907", "11"},
         {"gérard", "gerard", "larcher"}]  # fmt: skip
     assert _literal_mask(vocab, [], recs, off) is None  # off by default
-    e2e = parse_e2e_mr("name[Aarhus], area[riverside]")
-    assert (_literal_mask(vocab, [], e2e, on) == _says_mask(vocab, [], e2e, on)).all()  # no subject: its stating row
+    assert _literal_mask(vocab, [], e2e := parse_e2e_mr("name[Aarhus], area[riverside]"), on).equal(
+        _says_mask(vocab, [], e2e, on))  # no subject: its stating row  # fmt: skip
+
+
+def test_literal_counts_a_value_said_before_by_its_distinct_words_only():
+    """A value said before its segment needs no word of it there (``search._said_own``), but only
+    a word no other entity of the input holds shows that: "university" of "Aarhus University" does
+    not say ``affiliation | European_University_Association``, "association" does."""
+    from segviz.decode.rules import _literal_mask
+    from segviz.records import parse_webnlg_triples
+
+    recs = parse_webnlg_triples(["Aarhus_University | affiliation | European_University_Association",
+                                 "Aarhus_University | city | Aarhus"])  # fmt: skip
+    vocab = Vocab(["aarhus", "university", "european", "association"])
+    rules = ValueRules({}, stating=True, literal=True)
+    words = lambda m: [{w for w in vocab.itos if m[k, vocab.stoi[w]]} for k in (1, 2)]  # noqa: E731
+    assert words(_literal_mask(vocab, [], recs, rules)) == [{"european", "university", "association"}, {"aarhus"}]
+    assert words(_literal_mask(vocab, [], recs, rules, distinct=True)) == [{"european", "association"}, set()]
 
 
 def test_literal_rm_segments_say_their_own_value_unless_said_before():

@@ -810,14 +810,18 @@ def _literal_words(record: Record) -> set[str]:
     return own | {w for s in spellings(record.value) for w in tokenize(s) if not is_function_word(w)}
 
 
-def _literal_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+def _literal_mask(
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, distinct: bool = False
+) -> torch.Tensor | None:
     """(K+1, n_ext) bool: row k holds the words that state record k's value under ``literal``
     (:func:`_literal_words`; session 36). The lexicon's words of a WebNLG value, which
     :func:`_says_mask` adds, come from the references it was said in, and so hold the entities it
     came with ("athens", "chelsea" state ``manager | Gus_Poyet``): with them a segment could
     end on its relation alone ("He is now manager of afc athens fc."). A record without a
     subject (E2E) keeps its :func:`_says_mask` row. With ``spellings`` a word's twins count as
-    it (:func:`spelling_twins`: "gerard", "texans"). None when off."""
+    it (:func:`spelling_twins`: "gerard", "texans"). ``distinct``: without the words of the
+    input's other entities ("university" of ``European_University_Association`` beside
+    ``Aarhus_University``): those whose saying shows the value said. None when off."""
     says = _says_mask(vocab, oov, records, rules)
     if says is None or not rules.literal:
         return None
@@ -827,7 +831,15 @@ def _literal_mask(vocab: Vocab, oov: list[str], records: list[Record], rules: Va
             says[k] = False
             says[k, _ids(vocab, oov, _literal_words(r))] = True
             says[k, [i for i, t in twins.items() if says[k, t]]] = True
+            if distinct:
+                says[k, _ids(vocab, oov, _entity_words(records, r.value))] = False
     return says
+
+
+def _entity_words(records: list[Record], but: str) -> set[str]:
+    """The words of the input's subjects and values other than the entity ``but``."""
+    entities = {e for r in records for e in (r.subject, r.value) if e and e != but}
+    return {w for e in entities for w in tokenize(e.replace("_", " "))}
 
 
 def _own_mask(

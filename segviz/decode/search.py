@@ -219,9 +219,9 @@ def _says(x, h, v: int) -> bool:
 
 
 def _said_own(x, tokens: list[int], k: int) -> bool:
-    """Whether ``tokens`` hold a word of record ``k``'s own value (``x.literal[k]``: a segment
-    of ``k`` then needs none, ``rules.literal``)."""
-    return x.literal is not None and k > 0 and bool(tokens) and bool(x.literal[k, tokens].any())
+    """Whether ``tokens`` hold a word of record ``k``'s own value that no other entity of the
+    input holds (``x.distinct[k]``: a segment of ``k`` then needs none, ``rules.literal``)."""
+    return x.distinct is not None and k > 0 and bool(tokens) and bool(x.distinct[k, tokens].any())
 
 
 def _content_mask(says: torch.Tensor | None, func: torch.Tensor) -> torch.Tensor | None:
@@ -256,7 +256,7 @@ class _SegHyp:
     realised: frozenset = frozenset()
     plan_pos: int = 0  # plan records realised so far
     content: bool = False  # the current segment has a word that is not a function word
-    loose: bool = False  # the text said a word of the current record's own value before its segment began (rules.literal)
+    loose: bool = False  # the text said a word of the current record's own value (no other entity's) before its segment began (rules.literal)
     mentioned: frozenset = frozenset()  # records whose value appears verbatim in the tokens
     owed: tuple = ()  # the rests of the proper names being copied, one tuple each (ValueRules.names, rules._owed_after)
     named: bool = False  # the current segment has said its record's proper name whole
@@ -294,6 +294,7 @@ class _Input:
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
     literal: torch.Tensor | None  # (S, n_ext) bool: the same of k's own value's words (rules.literal), None when off
+    distinct: torch.Tensor | None  # (S, n_ext) bool: those of them no other entity of the input holds (rules.literal)
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
@@ -419,6 +420,7 @@ class SegmentDecoder:
             func=func if content_rule else None,
             says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
             literal=_content_mask(_literal_mask(vocab, oov, records, rules), func) if content_rule else None,
+            distinct=_literal_mask(vocab, oov, records, rules, distinct=True) if content_rule else None,
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
