@@ -547,19 +547,19 @@ def test_literal_states_a_webnlg_value_by_its_own_words_only():
     on, off = ValueRules(lex, stating=True, spellings=True, literal=True), ValueRules(lex, stating=True, spellings=True)
     words = lambda m: [{w for w in vocab.itos if m[k, vocab.stoi[w]]} for k in range(1, 6)]  # noqa: E731
     assert words(_says_mask(vocab, [], recs, on))[:2] == [{"gus", "poyet", "athens"}, {"united", "kingdom", "aarhus"}]
-    assert words(_literal_mask(vocab, [], recs, on)) == [
+    assert words(_literal_mask(vocab, [], recs, on, _says_mask(vocab, [], recs, on))) == [
         {"gus", "poyet"}, {"united", "kingdom", "uk", "britain"}, {"973", "973.0"}, {"july", "1907", "11"},
         {"gérard", "gerard", "larcher"}]  # fmt: skip
-    assert _literal_mask(vocab, [], recs, off) is None  # off by default
-    assert _literal_mask(vocab, [], e2e := parse_e2e_mr("name[Aarhus], area[riverside]"), on).equal(
-        _says_mask(vocab, [], e2e, on))  # no subject: its stating row  # fmt: skip
+    assert _literal_mask(vocab, [], recs, off, _says_mask(vocab, [], recs, off)) is None  # off by default
+    assert _literal_mask(vocab, [], e2e := parse_e2e_mr("name[Aarhus], area[riverside]"), on, says := _says_mask(vocab, [], e2e, on)).equal(
+        says)  # no subject: its stating row  # fmt: skip
 
 
 def test_literal_counts_a_value_said_before_by_its_distinct_words_only():
     """A value said before its segment needs no word of it there (``search._said_own``), but only
     a word no other entity of the input holds shows that: "university" of "Aarhus University" does
     not say ``affiliation | European_University_Association``, "association" does."""
-    from segviz.decode.rules import _literal_mask
+    from segviz.decode.rules import _distinct_mask, _literal_mask, _says_mask
     from segviz.records import parse_webnlg_triples
 
     recs = parse_webnlg_triples(["Aarhus_University | affiliation | European_University_Association",
@@ -567,8 +567,9 @@ def test_literal_counts_a_value_said_before_by_its_distinct_words_only():
     vocab = Vocab(["aarhus", "university", "european", "association"])
     rules = ValueRules({}, stating=True, literal=True)
     words = lambda m: [{w for w in vocab.itos if m[k, vocab.stoi[w]]} for k in (1, 2)]  # noqa: E731
-    assert words(_literal_mask(vocab, [], recs, rules)) == [{"european", "university", "association"}, {"aarhus"}]
-    assert words(_literal_mask(vocab, [], recs, rules, distinct=True)) == [{"european", "association"}, set()]
+    literal = _literal_mask(vocab, [], recs, rules, _says_mask(vocab, [], recs, rules))
+    assert words(literal) == [{"european", "university", "association"}, {"aarhus"}]
+    assert words(_distinct_mask(vocab, [], recs, literal)) == [{"european", "association"}, set()]
 
 
 def test_literal_rm_segments_say_their_own_value_unless_said_before():
@@ -580,7 +581,7 @@ def test_literal_rm_segments_say_their_own_value_unless_said_before():
 
     from segviz import faithfulness
     from segviz.data import encode
-    from segviz.decode.rules import _literal_mask
+    from segviz.decode.rules import _literal_mask, _says_mask
     from segviz.records import parse_webnlg_triples
 
     ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
@@ -590,7 +591,7 @@ def test_literal_rm_segments_say_their_own_value_unless_said_before():
     rules = dataclasses.replace(ck.rules(), literal=True)
     out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=rules)
     oov = encode(ck.vocab, recs).oov
-    mask = _literal_mask(ck.vocab, oov, recs, rules)
+    mask = _literal_mask(ck.vocab, oov, recs, rules, _says_mask(ck.vocab, oov, recs, rules))
     ids = lambda ts: [i for t in ts if (i := ck.vocab.stoi.get(t, len(ck.vocab) + oov.index(t) if t in oov else None)) is not None]  # noqa: E731
     for s, e, j in out.segments:
         if j:

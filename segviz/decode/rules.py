@@ -811,29 +811,38 @@ def _literal_words(record: Record) -> set[str]:
 
 
 def _literal_mask(
-    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, distinct: bool = False
+    vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None, says: torch.Tensor | None
 ) -> torch.Tensor | None:
     """(K+1, n_ext) bool: row k holds the words that state record k's value under ``literal``
-    (:func:`_literal_words`; session 36). The lexicon's words of a WebNLG value, which
-    :func:`_says_mask` adds, come from the references it was said in, and so hold the entities it
-    came with ("athens", "chelsea" state ``manager | Gus_Poyet``): with them a segment could
-    end on its relation alone ("He is now manager of afc athens fc."). A record without a
-    subject (E2E) keeps its :func:`_says_mask` row. With ``spellings`` a word's twins count as
-    it (:func:`spelling_twins`: "gerard", "texans"). ``distinct``: without the words of the
-    input's other entities ("university" of ``European_University_Association`` beside
-    ``Aarhus_University``): those whose saying shows the value said. None when off."""
-    says = _says_mask(vocab, oov, records, rules)
+    (:func:`_literal_words`; session 36), from ``says`` (:func:`_says_mask`, left as it is). The
+    lexicon's words of a WebNLG value, which ``says`` holds, come from the references it was said
+    in, and so hold the entities it came with ("athens", "chelsea" state ``manager | Gus_Poyet``):
+    with them a segment could end on its relation alone ("He is now manager of afc athens fc.").
+    A record without a subject (E2E) keeps its ``says`` row. With ``spellings`` a word's twins
+    count as it (:func:`spelling_twins`: "gerard", "texans"). None when off."""
     if says is None or not rules.literal:
         return None
+    out = says.clone()
     twins = spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules.spellings else {}
     for k, r in enumerate(records, 1):
         if r.subject:
-            says[k] = False
-            says[k, _ids(vocab, oov, _literal_words(r))] = True
-            says[k, [i for i, t in twins.items() if says[k, t]]] = True
-            if distinct:
-                says[k, _ids(vocab, oov, _entity_words(records, r.value))] = False
-    return says
+            out[k] = False
+            out[k, _ids(vocab, oov, _literal_words(r))] = True
+            out[k, [i for i, t in twins.items() if out[k, t]]] = True
+    return out
+
+
+def _distinct_mask(vocab: Vocab, oov: list[str], records: list[Record], literal: torch.Tensor | None) -> torch.Tensor | None:
+    """``literal`` (:func:`_literal_mask`) without, in each WebNLG row, the words of the input's
+    other entities ("university" of ``European_University_Association`` beside
+    ``Aarhus_University``): the words whose saying shows the value said. None when ``literal`` is."""
+    if literal is None:
+        return None
+    out = literal.clone()
+    for k, r in enumerate(records, 1):
+        if r.subject:
+            out[k, _ids(vocab, oov, _entity_words(records, r.value))] = False
+    return out
 
 
 def _entity_words(records: list[Record], but: str) -> set[str]:

@@ -28,6 +28,7 @@ from segviz.decode.rules import (
     _absent_ids,
     _accent_twins,
     _continues,
+    _distinct_mask,
     _echo_entries,
     _entities,
     _force,
@@ -221,7 +222,7 @@ def _says(x, h, v: int) -> bool:
 def _said_own(x, tokens: list[int], k: int) -> bool:
     """Whether ``tokens`` hold a word of record ``k``'s own value that no other entity of the
     input holds (``x.distinct[k]``: a segment of ``k`` then needs none, ``rules.literal``)."""
-    return x.distinct is not None and k > 0 and bool(tokens) and bool(x.distinct[k, tokens].any())
+    return x.distinct is not None and k > 0 and bool(x.distinct[k, tokens].any())
 
 
 def _content_mask(says: torch.Tensor | None, func: torch.Tensor) -> torch.Tensor | None:
@@ -404,6 +405,8 @@ class SegmentDecoder:
         values = _value_ids(vocab, oov, records) if mentions else {}  # k -> ids of a specific value
         named = _subject_phrases(vocab, oov, records, rules, seen_too=True)  # k -> its named subject's ids
         starts = entity_starts(vocab, oov, records)  # no inner word of a name (rules._inner_ids)
+        says = _says_mask(vocab, oov, records, rules) if content_rule else None  # (S, n_ext) or None
+        literal = _literal_mask(vocab, oov, records, rules, says)  # (S, n_ext) or None (rules.literal)
         return _Input(
             enc=self.model.encode(batch), oov=oov, src_rec=enc_ex.src_rec, V=V, n_ext=n_ext, S=len(records) + 1,
             L=self.model.cfg.max_seg_len, max_len=max_len or 3 * len(enc_ex.src) + 20, level=level, plan=plan,
@@ -418,9 +421,8 @@ class SegmentDecoder:
             said_subjects=named if mentions else {},
             longer=longer_than(vocab, oov, records, values, rules),
             func=func if content_rule else None,
-            says=_content_mask(_says_mask(vocab, oov, records, rules), func) if content_rule else None,
-            literal=_content_mask(_literal_mask(vocab, oov, records, rules), func) if content_rule else None,
-            distinct=_literal_mask(vocab, oov, records, rules, distinct=True) if content_rule else None,
+            says=_content_mask(says, func), literal=_content_mask(literal, func),
+            distinct=_distinct_mask(vocab, oov, records, literal),
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), func_all=func,
