@@ -600,6 +600,44 @@ def test_literal_rm_segments_say_their_own_value_unless_said_before():
     assert "Gus Poyet" in out.text and (faith.wrong, faith.repeated, faith.missing) == (0, 0, 0), out.text
 
 
+def test_outside_a_value_word_inside_a_longer_entity_begun_before_does_not_state_it():
+    """Session 37, ``outside``: "texas" said as the end of "Abilene, Texas" does not state
+    ``Abilene,_Texas | isPartOf | Texas`` (the checker reads the subject there, and the references
+    say "Texas" apart), nor "new" of "Egg Harbor Township, New Jersey" its ``New_Jersey``; the
+    value said on its own does, and an entity that begins with the value leads into nothing."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _inside_longer, _led_in
+
+    v = {w: i for i, w in enumerate(["abilene", ",", "texas", "in", "new", "jersey", "egg", "york", "city", "the", "of"], 10)}
+    ids = lambda s: [v[w] for w in s.split()]  # noqa: E731
+    longer = {2: [tuple(ids("abilene , texas"))], 3: [tuple(ids("egg , new jersey"))], 4: [tuple(ids("new york city"))]}
+    values = {2: ids("texas"), 3: ids("new jersey"), 4: ids("new york")}
+    x = SimpleNamespace(outside=_led_in(longer, values), values=values)
+    assert x.outside == {2: [(tuple(ids("abilene , texas")), 2)], 3: [(tuple(ids("egg , new jersey")), 2)]}
+    assert _inside_longer(x, 2, ids("the city of abilene , texas"))
+    assert not _inside_longer(x, 2, ids("abilene , in texas")) and not _inside_longer(x, 2, ids("texas"))
+    assert _inside_longer(x, 3, ids("egg , new")) and _inside_longer(x, 3, ids("egg , new jersey"))
+    assert not _inside_longer(x, 3, ids("in new jersey")) and not _inside_longer(x, 4, ids("new york"))
+
+
+def test_outside_rm_says_the_state_apart_from_the_city():
+    """A tune-half dev input (Airport/2/Id1): with session 36's rules +RM wrote "… serves the city
+    of Abilene, Texas." and gave ``isPartOf | Texas`` the segment ", texas ."; the checker found
+    it missing. With ``outside`` the state is said on its own and the checker finds the text exact."""
+    from conftest import ROOT
+
+    from segviz import faithfulness
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Abilene_Regional_Airport | cityServed | Abilene,_Texas", "Abilene,_Texas | isPartOf | Texas"])
+    faults = lambda out: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, out.text))  # noqa: E731
+    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), outside=False))
+    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=ck.rules())
+    assert faults(before) == (0, 0, 1) and faults(after) == (0, 0, 0), (before.text, after.text)
+
+
 def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):
     from segviz.decode.rules import _says_mask
 

@@ -496,6 +496,7 @@ class ValueRules:
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     literal: bool = False  # with stating (WebNLG): that word is one of the value's own, unless the text said the value before (session 36)
+    outside: bool = False  # with stating, under r / rm: that word does not count inside a longer input entity begun before it ("abilene, texas": session 37)
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
@@ -567,7 +568,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "literal", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -613,7 +614,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     attribute's segments say of other values only (:func:`_values_mask`); ``stating`` lets a
     record's segment end (under r / rm / a plan) only after a word that states its value
     (:func:`_says_mask`), and ``literal`` (with ``stating``; WebNLG) only after one of its value's own
-    words, unless the text said the value before the segment began (:func:`_literal_mask`); ``qualifiers`` (under r / rm) counts a value as said when the text says it
+    words, unless the text said the value before the segment began (:func:`_literal_mask`), and
+    ``outside`` (with ``stating``, under r / rm) does not count such a word where it goes on a
+    longer entity of the input that holds the value, begun before the word ("texas" of "Abilene,
+    Texas" for ``Abilene,_Texas | isPartOf | Texas``: ``segviz.decode.search._inside_longer``); ``qualifiers`` (under r / rm) counts a value as said when the text says it
     as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
     York", :func:`_qualified`); ``spellings`` (under r / rm / a plan) lets the mention rule and
     *once* read a value word said without its accents or as a possessive word ("nasa's",

@@ -219,6 +219,32 @@ def _says(x, h, v: int) -> bool:
     return bool(says[max(h.k, 0), v]) if says is not None else not bool(x.func[v])
 
 
+def _led_in(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dict[int, list[tuple]]:
+    """``rules.outside``: record id -> its longer entities (``longer``, :func:`longer_than`) whose
+    words before the value lead into it ("abilene ," of "Abilene, Texas" for ``Texas``), each as
+    (entity ids, the offset where the value begins in it); entities that begin with the value
+    are left out ("New York City" says ``New_York`` first)."""
+    out = {}
+    for k, es in longer.items():
+        v, n = tuple(values[k]), len(values[k])
+        led = [(e, o) for e in es for o in [next(i for i in range(len(e) - n + 1) if e[i : i + n] == v)] if o > 0]
+        if led:
+            out[k] = led
+    return out
+
+
+def _inside_longer(x, k: int, read: list[int]) -> bool:
+    """``rules.outside``: whether the last word of ``read`` (tokens as :func:`_spelt` reads them)
+    is a word of record ``k``'s value said inside one of its longer entities begun before the
+    value (``x.outside``, :func:`_led_in`): the checker does not read "Abilene, Texas" as saying
+    ``Abilene,_Texas | isPartOf | Texas``, so such a word does not state it."""
+    for e, o in x.outside.get(k, ()):
+        n = len(x.values[k])
+        if any(read[-j:] == list(e[:j]) for j in range(o + 1, min(o + n, len(read)) + 1)):
+            return True
+    return False
+
+
 def _said_own(x, tokens: list[int], k: int) -> bool:
     """Whether ``tokens`` hold a word of record ``k``'s own value that no other entity of the
     input holds (``x.distinct[k]``: a segment of ``k`` then needs none, ``rules.literal``)."""
@@ -292,6 +318,7 @@ class _Input:
     subjects: dict  # k -> its unseen subject's ids: the text says it by the end of k's segment
     said_subjects: dict  # k -> its named subject's ids: its value counts as a mention only with them (names rule)
     longer: dict  # k -> the input's subjects and values longer than its value that hold it (a mention inside one does not count)
+    outside: dict  # k -> (longer entity, offset of the value in it) whose words lead into the value (rules.outside, _led_in), {} when off
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
     literal: torch.Tensor | None  # (S, n_ext) bool: the same of k's own value's words (rules.literal), None when off
@@ -419,7 +446,8 @@ class SegmentDecoder:
             must=_phrases(vocab, oov, records, rules, values_only=True, seen_too=planned),
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             said_subjects=named if mentions else {},
-            longer=longer_than(vocab, oov, records, values, rules),
+            longer=(longer := longer_than(vocab, oov, records, values, rules)),
+            outside=_led_in(longer, values) if rules and rules.outside and rules.stating and content_rule else {},
             func=func if content_rule else None,
             says=_content_mask(says, func), literal=_content_mask(literal, func),
             distinct=_distinct_mask(vocab, oov, records, literal),
@@ -670,7 +698,7 @@ class SegmentDecoder:
         return replace(
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
-            content=h.content or _says(x, h, v),
+            content=h.content or _says(x, h, v) and not _inside_longer(x, h.k, read),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
