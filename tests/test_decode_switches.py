@@ -29,6 +29,7 @@ def test_value_rules_presets_and_switches():
     assert (auto.names, auto.absent, auto.own, auto.fillers, auto.paraphrases) == (True, None, None, False, False)
     r = value_rules("auto+fillers+paraphrases-names", lex)
     assert (r.names, r.absent, r.own, r.fillers, r.paraphrases) == (False, None, None, True, True)
+    assert auto.brief is False and value_rules("auto+fillers+brief", lex).brief is True
     bare = value_rules("none+fillers", lex)
     assert (bare.names, bare.absent, bare.own, bare.fillers) == (False, False, False, True)
     assert value_rules("all-names-absent-own-values") is None  # nothing left on: the paper's decoding

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from segviz import checkpoint, lexicon
+from segviz import checkpoint, faithfulness, lexicon
 from segviz.data import Example, Vocab
 from segviz.decode import ValueRules, _absent_ids, _own_mask, generate_pg, generate_seg
 from segviz.examples import EXAMPLES
@@ -636,6 +636,41 @@ def test_outside_rm_says_the_state_apart_from_the_city():
     before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), outside=False))
     after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=ck.rules())
     assert faults(before) == (0, 0, 1) and faults(after) == (0, 0, 0), (before.text, after.text)
+
+
+def _filler_runs(out) -> list[tuple[bool, list[str]]]:
+    """(is a filler segment: its record had a segment before, its words) per segment of ``out``."""
+    seen, runs = set(), []
+    for s, e, j in out.segments:
+        runs.append((j in seen, out.tokens[s:e]))
+        seen |= {j} - {0, None}
+    return runs
+
+
+def test_brief_fillers_link_or_close_and_never_run_on():
+    """Session 37/38, ``brief`` (with ``fillers``): a tune-half dev input (SportsTeam/3/Id11)
+    where WebNLG's model, given ``fillers`` alone, strings filler segments together after the last
+    record ("... Rome, Italy. They have their they have also of in their."). With ``brief`` a
+    filler segment holds one token, never follows another, and a word of one (a link) never ends
+    the text: here the text closes with the filler "."; the checker finds both texts exact."""
+    from conftest import ROOT
+
+    from segviz.decode.search import BRIEF
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(['A.S._Roma | fullname | "Associazione Sportiva Roma S.p.A."',
+                                 'A.S._Roma | ground | "Rome, Italy"', "A.S._Roma | numberOfMembers | 70634"])  # fmt: skip
+    gen = lambda **on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), **on))  # noqa: E731
+    loose, brief = gen(fillers=True, brief=False), gen(fillers=True, brief=True)
+    assert sum(f for f, _ in _filler_runs(loose)) >= 3 and not loose.text.endswith("Italy.")
+    runs = _filler_runs(brief)
+    assert all(len(w) <= BRIEF for f, w in runs if f)
+    assert not any(a[0] and b[0] for a, b in zip(runs, runs[1:], strict=False))  # no filler after a filler
+    assert runs[-1] == (True, ["."]) and brief.text.endswith("Rome, Italy.")
+    for out in (loose, brief):
+        rep = faithfulness.check("webnlg", recs, out.text)
+        assert (rep.wrong, rep.repeated, rep.missing) == (0, 0, 0), out.text
 
 
 def test_stating_segments_say_their_value_under_a_plan(tiny_e2e):

@@ -49,6 +49,12 @@ def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
     return torch.cat([mask, torch.tensor([is_function_word(w) for w in oov], dtype=torch.bool)])
 
 
+def _punct_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
+    """(n_ext,) bool: ids whose word has no letter or digit ("." "," "–"; specials are not)."""
+    punct = lambda w: not any(ch.isalnum() for ch in w) and not (w.startswith("<") and w.endswith(">"))  # noqa: E731
+    return torch.tensor([punct(w) for w in [*vocab.itos, *oov]], dtype=torch.bool)
+
+
 def specific_value(record: Record) -> bool:
     """Whether saying ``record``'s value verbatim states the record: two or more words with a
     non-function word ("coffee shop", "5 out of 5"), or one word with a capital or a digit
@@ -492,6 +498,7 @@ class ValueRules:
         True  # a proper name once begun is copied whole, and its record's segment says it unless said (no lexicon)
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
+    brief: bool = False  # with fillers: a filler segment holds at most search.BRIEF tokens and never follows another (session 37)
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
@@ -568,7 +575,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -592,7 +599,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     unseen proper names, ``absent`` adds the absent rule, ``auto`` (the default) adds the absent
     and own rules (and the values rule, with segment words) when a plan is forced (where each
     segment must say its own record: the Plan editor), ``all`` adds them always. ``fillers`` lets a realised record open a segment of
-    function words only under r / rm / a plan; ``paraphrases`` counts a record as mentioned (as a
+    function words only under r / rm / a plan, and ``brief`` (with ``fillers``) keeps such a segment
+    to at most ``search.BRIEF`` tokens and never lets one follow another; ``paraphrases`` counts a record as mentioned (as a
     verbatim value is) once a lexicon word of its value is said ("moderately priced" for
     ``priceRange[moderate]``, :func:`_said_ids`) under r / rm; ``rerank`` returns the candidate of
     the n-best list with the fewest faults of the automatic checker (:mod:`segviz.rerank`), a

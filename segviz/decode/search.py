@@ -43,6 +43,7 @@ from segviz.decode.rules import (
     _owed_after,
     _own_mask,
     _phrases,
+    _punct_mask,
     _ran_on,
     _run_on,
     _said_ids,
@@ -72,6 +73,7 @@ from segviz.decode.rules import (
 from segviz.model import SegEncoding, SegmentModel
 from segviz.records import Record
 
+BRIEF = 1  # ValueRules.brief: the most tokens of a filler segment ("[name: .]", "[name: the]"; 2 and 3 measured, session 37)
 Cand = tuple[float, int, str, int]  # (score, hypothesis index, "w" word / "r" record, id)
 
 
@@ -245,6 +247,18 @@ def _inside_longer(x, k: int, read: list[int]) -> bool:
     return False
 
 
+def _left(x: _Input, h: _SegHyp) -> bool:
+    """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
+    if x.plan:
+        return h.plan_pos < len(x.plan)
+    return bool(x.all_recs - h.realised - h.mentioned)
+
+
+def _links(x: _Input, h: _SegHyp) -> bool:
+    """``ValueRules.brief``: ``h`` is in, or just ended, a filler segment of a word, not punctuation."""
+    return x.brief and h.filler and h.seg_len > 0 and not bool(x.punct[h.tokens[-1]])
+
+
 def _said_own(x, tokens: list[int], k: int) -> bool:
     """Whether ``tokens`` hold a word of record ``k``'s own value that no other entity of the
     input holds (``x.distinct[k]``: a segment of ``k`` then needs none, ``rules.literal``)."""
@@ -326,7 +340,9 @@ class _Input:
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
+    brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
+    punct: torch.Tensor  # (n_ext,) bool punctuation (no letter or digit), for ValueRules.brief
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban or len(value): onward, longer entities, other entities): rules._said_once
     forms: dict = field(default_factory=dict)  # k -> once entries of its value's short forms ("french"): rules._value_forms, {} when off
@@ -453,7 +469,8 @@ class SegmentDecoder:
             distinct=_distinct_mask(vocab, oov, records, literal),
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
-            fillers=bool(rules and rules.fillers), func_all=func,
+            fillers=bool(rules and rules.fillers), brief=bool(rules and rules.fillers and rules.brief), func_all=func,
+            punct=_punct_mask(vocab, oov),
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
@@ -506,6 +523,8 @@ class SegmentDecoder:
             self._mask_structure(x, h, row)
             if h.filler:  # a filler segment says nothing: function words, punctuation, "$", "<eos>"
                 row[~x.func_all] = -math.inf
+                if x.brief:
+                    self._mask_brief(x, h, row)
             rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
             rep += foreign_ends(h.tokens, x.foreign) + spent_ids(x.spent, h.before) + dates_again(h.tokens, x.dates)
             if rep:
@@ -522,6 +541,20 @@ class SegmentDecoder:
                     (h.score + float(v), m, "w", int(w)) for v, w in zip(top.values, top.indices, strict=True)
                 ]
         return cands, emitted
+
+    @staticmethod
+    def _mask_brief(x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
+        """``ValueRules.brief``: a filler segment ends after ``BRIEF`` tokens; a word (not
+        punctuation) links, so it comes only while a record is left to say and never ends the
+        text ("... Rome, Italy. The"): the next segment is a record's (:meth:`_record_cands`)."""
+        if h.seg_len >= BRIEF:
+            keep = row[[EOSEG_ID, EOS_ID]].clone()
+            row.fill_(-math.inf)
+            row[[EOSEG_ID, EOS_ID]] = keep
+        if h.seg_len == 0 and not _left(x, h):
+            row[~x.punct] = -math.inf
+        if _links(x, h):
+            row[EOS_ID] = -math.inf
 
     def _mask_structure(self, x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
         """Where the segment may end (``$``) and the text may end (``<eos>``): segments are
@@ -592,8 +625,10 @@ class SegmentDecoder:
             row = (trans[i] if h.k >= 0 else init[i]).clone()  # (S,)
             row[row < dp.NEG / 2] = -math.inf
             blocked = self._blocked(x, h)
-            if x.fillers:  # a realised record may open a filler segment (docs/design.md §6)
+            if x.fillers and not (x.brief and h.filler):  # a realised record may open a filler segment (docs/design.md §6); brief: not after one
                 blocked = [j for j in blocked if j not in h.realised | h.mentioned]
+            if _links(x, h):  # brief: a link leads into a record's segment
+                blocked = [0, *blocked]
             if blocked:
                 row[blocked] = -math.inf
             if x.sample is None:
