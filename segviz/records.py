@@ -224,8 +224,8 @@ def detokenize(tokens: list[str], records: list[Record] | None = None) -> str:
 def written(tokens: list[str], records: list[Record]) -> list[tuple[str, bool, bool]]:
     """``(word, space before, begins a sentence)`` per token, as :func:`detokenize` writes it:
     the words of whole values as the input writes them (:func:`restore_surface`), a sentence's
-    first word capitalised. A value's own final stop after an abbreviation ("D.C.", "S.p.A.")
-    ends no sentence (after a number or a longer word it does, :func:`_abbreviation`), and a
+    first word capitalised. A value's own final stop ("D.C.", "S.p.A.") ends no sentence (after a
+    number it does: "… 560090. It has", :func:`_closes_number`), and a
     stop after it is written once ("Washington, D.C." then "." is "Washington, D.C."): its word
     is ""."""
     cased, spaced, ends = restore_surface(tokens, records)
@@ -237,14 +237,14 @@ def written(tokens: list[str], records: list[Record]) -> list[tuple[str, bool, b
             continue
         space = bool(i) and (_spaced(cased[i - 1], tok) if spaced[i] is None else spaced[i])
         out.append((tok[:1].upper() + tok[1:] if start else tok, space, start))
-        start = tok in (".", "!", "?") and not (ends[i] and _abbreviation(cased[i - 1] if i else ""))
+        start = tok in (".", "!", "?") and not (ends[i] and not _closes_number(cased[i - 1] if i else ""))
     return out
 
 
-def _abbreviation(word: str) -> bool:
-    """Whether a value's own stop after ``word`` closes an abbreviation ("D.C.", "S.p.A.", "Jr."),
-    which ends no sentence, rather than the value's sentence ("… Bangalore – 560090.")."""
-    return word.isalpha() and len(word) <= 3
+def _closes_number(word: str) -> bool:
+    """Whether a value's own stop after ``word`` ends the value's sentence ("… Bangalore –
+    560090.") rather than an abbreviation ("D.C.", "S.p.A.", "Inf. Syst."), which ends none."""
+    return word[:1].isdigit()
 
 
 def _spaced(prev: str, tok: str) -> bool:

@@ -139,9 +139,12 @@ def test_values_keep_their_own_spacing():
     tokens = tokenize("the capital is washington , d.c. and it is big . the capital is washington , d.c. . it is big .")
     text = "The capital is Washington, D.C. and it is big. The capital is Washington, D.C. It is big."
     assert detokenize(tokens, webnlg) == display_text(tokens, webnlg) == text
-    # a value's own stop after a number or a longer word ends its sentence (session 38)
+    # a value's own stop after a number ends its sentence, after a word it does not (session 38)
     campus = parse_webnlg_triples(['Acharya_Institute | campus | "In Soldevanahalli, Bangalore – 560090."'])
     tokens = tokenize("it is in soldevanahalli , bangalore – 560090 . it has 700 students .")
     assert detokenize(tokens, campus) == display_text(tokens, campus) == "It is In Soldevanahalli, Bangalore – 560090. It has 700 students."
+    acm = parse_webnlg_triples(['ACM_Transactions_on_Information_Systems | abbreviation | "ACM Trans. Inf. Syst."'])
+    tokens = tokenize("it is abbreviated to acm trans . inf . syst . and has a code .")
+    assert detokenize(tokens, acm) == "It is abbreviated to ACM Trans. Inf. Syst. and has a code."
     assert detokenize(tokenize("it is open 24 / 7 ."), parse_e2e_mr("name[The Mill]")) == "It is open 24 / 7."  # not a value
     assert tokenize("the kids' menu") == ["the", "kids'", "menu"]

@@ -638,6 +638,34 @@ def test_outside_rm_says_the_state_apart_from_the_city():
     assert faults(before) == (0, 0, 1) and faults(after) == (0, 0, 0), (before.text, after.text)
 
 
+def test_heads_read_a_value_said_up_to_its_comma_as_said():
+    """Session 38, ``heads`` (with ``forms``): the checker reads "washington" of
+    ``Washington,_D.C.`` as the value, so "washington dc" says it; *once* then bans saying it again.
+    A tune-half dev input (Food/5/Id10): with the shipped rules +RM wrote "… the capital of the us
+    is washington dc and the capital city is washington d. C." (repeated); with ``heads`` it says
+    the capital once and the checker finds the text exact. "abilene" of "Abilene, Texas", which
+    also begins "Abilene Regional Airport", is a form too, but never parts from the airport's name."""
+    from conftest import ROOT
+
+    from segviz.decode.rules import _slot_forms
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["United_States | capital | Washington,_D.C.", "Abilene_Regional_Airport | cityServed | Abilene,_Texas"])
+    ids = lambda w: ck.vocab.stoi[w]  # noqa: E731
+    heads, plain = _slot_forms(ck.vocab, [], recs, heads=True), _slot_forms(ck.vocab, [], recs)
+    assert heads["Washington,_D.C."][1] == [(ids("washington"),)] and heads["Abilene,_Texas"][1] == [(ids("abilene"),)]
+    assert plain["Washington,_D.C."][1] == [] and heads["Abilene_Regional_Airport"][1] == []
+    recs = parse_webnlg_triples(["Bacon_Explosion | country | United_States", "United_States | leaderName | Barack_Obama",
+                                 "United_States | ethnicGroup | Native_Americans_in_the_United_States",
+                                 "United_States | capital | Washington,_D.C.", "United_States | language | English_language"])  # fmt: skip
+    faults = lambda out: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, out.text))  # noqa: E731
+    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), heads=False))
+    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), heads=True))
+    assert faults(before) == (0, 1, 0) and faults(after) == (0, 0, 0), (before.text, after.text)
+    assert after.text.lower().count("washington") == 1
+
+
 def _filler_runs(out) -> list[tuple[bool, list[str]]]:
     """(is a filler segment: its record had a segment before, its words) per segment of ``out``."""
     seen, runs = set(), []

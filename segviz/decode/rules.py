@@ -209,16 +209,24 @@ def _onward_entry(value: tuple, func: torch.Tensor, others: list[tuple], longer:
     return value, len(value), longer, others
 
 
-def _slot_forms(vocab: Vocab, oov: list[str], records: list[Record]) -> dict[str, tuple[tuple | None, list[tuple]]]:
+def _slot_forms(
+    vocab: Vocab, oov: list[str], records: list[Record], heads: bool = False
+) -> dict[str, tuple[tuple | None, list[tuple]]]:
     """Slot text (every subject and value of the input) -> its ids (None where the vocabulary and
     the source cannot spell it) and its short forms' ids, spelt by its own words
-    (:func:`segviz.faithfulness.webnlg.short_form_prefixes`): what *forms* and *echo* read."""
+    (:func:`segviz.faithfulness.webnlg.short_form_prefixes`): what *forms* and *echo* read. With
+    ``heads`` (``rules.heads``) also its words before its first comma, which the checker reads
+    as the entity too ("washington" of ``Washington,_D.C.``)."""
     from segviz.faithfulness.webnlg import short_form_prefixes
 
     out = {}
     for t in {t for r in records for t in (r.subject, r.value) if t}:
-        e = _spell(vocab, oov, _slot(t))
-        out[t] = (e, [e[:n] for n in short_form_prefixes(t, list(_slot(t))) if n] if e else [])
+        words = list(_slot(t))
+        e = _spell(vocab, oov, words)
+        cuts = short_form_prefixes(t, words) if e else []
+        if e and heads and "," in words[1:]:
+            cuts.append(words.index(",", 1))
+        out[t] = (e, list(dict.fromkeys(e[:n] for n in cuts if n)))
     return out
 
 
@@ -237,7 +245,7 @@ def _value_forms(
     form again once said, the mention rule reads it as saying the record (docs/design.md §6)."""
     if not rules or not (rules.forms and rules.once):
         return {}
-    slot_forms = _slot_forms(vocab, oov, records)
+    slot_forms = _slot_forms(vocab, oov, records, rules.heads)
     spelt = {t: e for t, (e, _) in slot_forms.items()}
     yields: dict[tuple, set[str]] = {}  # a form or an entity's ids -> the slot texts that are or yield it
     for t, (e, forms) in slot_forms.items():
@@ -514,6 +522,7 @@ class ValueRules:
     qualifiers: bool = False  # with r / rm: a value said after the comma of a longer entity ("Ithaca, New York") is said
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
     forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said (echo: its forms too)
+    heads: bool = False  # with forms: a value's words before its first comma ("washington" of Washington,_D.C.) are a form, as the checker reads them (session 38)
     echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
@@ -575,7 +584,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
