@@ -506,7 +506,7 @@ class ValueRules:
         True  # a proper name once begun is copied whole, and its record's segment says it unless said (no lexicon)
     )
     fillers: bool = False  # with r / rm / a plan: a realised record may open a segment of function words only
-    brief: bool = False  # with fillers: a filler segment holds at most search.BRIEF tokens and never follows another (session 37)
+    brief: bool = False  # with fillers: a filler segment holds at most search.BRIEF tokens and never follows another (sessions 37-38)
     paraphrases: bool = False  # with r / rm: a lexicon word of a record's value mentions it
     values: bool | None = True  # a segment says no word its attribute's segments say of other values only (None: with a plan)
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value

@@ -247,6 +247,13 @@ def _inside_longer(x, k: int, read: list[int]) -> bool:
     return False
 
 
+def _only_ends(row: torch.Tensor) -> None:
+    """Leave ``row`` (n_ext,) only "$" and "<eos>", with their scores: the segment ends here."""
+    keep = row[[EOSEG_ID, EOS_ID]].clone()
+    row.fill_(-math.inf)
+    row[[EOSEG_ID, EOS_ID]] = keep
+
+
 def _left(x: _Input, h: _SegHyp) -> bool:
     """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
     if x.plan:
@@ -342,7 +349,7 @@ class _Input:
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
-    punct: torch.Tensor  # (n_ext,) bool punctuation (no letter or digit), for ValueRules.brief
+    punct: torch.Tensor | None  # (n_ext,) bool punctuation (no letter or digit), with ValueRules.brief only
     all_recs: frozenset
     once: dict = field(default_factory=dict)  # k -> (value ids, position of the word to ban or len(value): onward, longer entities, other entities): rules._said_once
     forms: dict = field(default_factory=dict)  # k -> once entries of its value's short forms ("french"): rules._value_forms, {} when off
@@ -470,7 +477,7 @@ class SegmentDecoder:
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), brief=bool(rules and rules.fillers and rules.brief), func_all=func,
-            punct=_punct_mask(vocab, oov),
+            punct=_punct_mask(vocab, oov) if rules and rules.fillers and rules.brief else None,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
@@ -548,9 +555,7 @@ class SegmentDecoder:
         punctuation) links, so it comes only while a record is left to say and never ends the
         text ("... Rome, Italy. The"): the next segment is a record's (:meth:`_record_cands`)."""
         if h.seg_len >= BRIEF:
-            keep = row[[EOSEG_ID, EOS_ID]].clone()
-            row.fill_(-math.inf)
-            row[[EOSEG_ID, EOS_ID]] = keep
+            _only_ends(row)
         if h.seg_len == 0 and not _left(x, h):
             row[~x.punct] = -math.inf
         if _links(x, h):
@@ -564,9 +569,7 @@ class SegmentDecoder:
         if h.seg_len == 0:  # segments are non-empty
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
         elif h.seg_len >= x.L + (_owed_len(x, h) if name_owed else 0):  # cut
-            keep = row[[EOSEG_ID, EOS_ID]].clone()
-            row.fill_(-math.inf)
-            row[[EOSEG_ID, EOS_ID]] = keep
+            _only_ends(row)
         if not x.read and not self._may_end(x, h):  # read: the checker decides last (_mask_unread)
             row[EOS_ID] = -math.inf
         if name_owed:  # a proper name ends its segment only once said whole
