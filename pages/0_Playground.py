@@ -167,6 +167,8 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
             st.caption(f"Checker-guided: {choice}")  # fixed words and numbers, no user text
         if res is not None and (second := service.second_note(res)):
             st.caption(second)  # fixed words and numbers, no user text
+        if res is not None and (again := service.resegment_note(res)):
+            st.caption(again)  # fixed words, no user text
         if note := service.misplaced_note(view):
             st.caption(viz.esc(note))  # record numbers and lexicon words
         if where is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from segviz import decode  # noqa: F401 (service.decode.GenerationResult, as before the split)
 from segviz.decode.second import second_note
+from segviz.decode.seg import resegment_note
 from segviz.inspector import (
     FLAG_KINDS,
     SAMPLES,
@@ -104,6 +105,7 @@ from segviz.systems import (
 __all__ = [
     "guided_choice",
     "second_note",
+    "resegment_note",
     "misplaced_note",
     "CHECKPOINT_ENV",
     "MAX_RECORDS",

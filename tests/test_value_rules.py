@@ -1012,3 +1012,80 @@ def test_codes_copies_an_unseen_code_whole():
              for on in (False, True)}  # fmt: skip
     assert "978-0-14-303943-3" not in texts[False], texts[False]
     assert "978-0-14-303943-3" in texts[True] and faithfulness.check("webnlg", recs, texts[True]).errors == 0, texts[True]
+
+
+def test_begun_an_entity_that_begins_with_the_value_does_not_state_it_once_gone_on():
+    """Session 39, ``begun`` (with ``outside``): "ashgabat" said as the first word of the airport's
+    name "Ashgabat International Airport" does not state ``location | Ashgabat`` once the text
+    goes on with the name; "ashgabat" said on its own does, and so does the value at the end of
+    the tokens (the text may still end there)."""
+    from types import SimpleNamespace
+
+    from segviz.decode.search import _begun_with, _continued
+
+    v = {w: i for i, w in enumerate(["ashgabat", "international", "airport", "in", "is", "new", "york", "city"], 10)}
+    ids = lambda s: [v[w] for w in s.split()]  # noqa: E731
+    longer = {2: [tuple(ids("ashgabat international airport"))], 3: [tuple(ids("in new york"))]}
+    x = SimpleNamespace(begun=_begun_with(longer, {2: ids("ashgabat"), 3: ids("new york")}), values={2: ids("ashgabat")})
+    assert x.begun == {2: [tuple(ids("ashgabat international airport"))]}  # "in new york" does not begin with it
+    assert _continued(x, 2, ids("ashgabat international"), 0) and _continued(x, 2, ids("ashgabat international airport is"), 0)
+    assert not _continued(x, 2, ids("ashgabat"), 0) and not _continued(x, 2, ids("is in ashgabat"), 2)
+    assert not _continued(x, 2, ids("ashgabat airport"), 0)
+
+
+_ASHGABAT = ["Ashgabat_International_Airport | operatingOrganisation | Turkmenistan_Airlines",
+             "Ashgabat_International_Airport | location | Ashgabat", "Ashgabat_International_Airport | runwayLength | 2989.0",
+             "Ashgabat_International_Airport | elevationAboveTheSeaLevel_(in_metres) | 211",
+             'Ashgabat_International_Airport | runwayName | "12R/30L"']  # fmt: skip
+
+
+def test_resegment_segments_the_free_text_under_the_constraints_or_not_at_all():
+    """Session 39, ``resegment``: the search with ``forced`` words says exactly those words and
+    gives every record one segment (+RM); the tune half's Airport/5/Id22, whose unconstrained text
+    never says "located in Ashgabat", can be so segmented only by giving ``location | Ashgabat``
+    the airport's name, which ``begun`` forbids: no segmentation is left."""
+    from conftest import ROOT
+
+    from segviz.decode.search import SegmentDecoder
+    from segviz.decode.seg import _ids
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(_ASHGABAT)
+    free = generate_seg(ck.model, ck.vocab, recs, "none", beam=5, rules=ck.rules())
+    assert "located in ashgabat" not in free.text.lower() and faithfulness.check("webnlg", recs, free.text).missing == 1
+    dec = SegmentDecoder(ck.model, ck.vocab)
+    _, oov, _ = dec.search_n(recs, "rm", 5, rules=ck.rules())
+    forced = _ids(ck.vocab, oov, free.tokens)
+    loose, _, _ = dec.search_n(recs, "rm", 5, rules=dataclasses.replace(ck.rules(), begun=False), forced=forced)
+    assert loose and loose[0].tokens == forced
+    assert sorted(j for _, _, j in loose[0].segments if j > 0) == [1, 2, 3, 4, 5]
+    assert [j for s, _, j in loose[0].segments if s == 0] == [2]  # the airport's name as the location's segment
+    strict, _, _ = dec.search_n(recs, "rm", 5, rules=dataclasses.replace(ck.rules(), begun=True), forced=forced)
+    assert strict == []
+
+
+def test_resegment_keeps_the_models_own_text_where_it_meets_the_constraints():
+    """Session 39, ``resegment``: the tune half's Airport/4/Id20. +RM alone rewrites the
+    unconstrained text into "… menasha and Dale, Wisconsin, which is a part of greenville, in
+    wisconsin."; with ``resegment`` the unconstrained text, segmented again under +RM, joins the
+    n-best and is the output (each record one segment)."""
+    from conftest import ROOT
+
+    from segviz.decode.seg import resegment_note
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Appleton_International_Airport | location | Greenville,_Wisconsin",
+                                 "Greenville,_Wisconsin | isPartOf | Menasha_(town),_Wisconsin",
+                                 "Greenville,_Wisconsin | isPartOf | Dale,_Wisconsin",
+                                 "Appleton_International_Airport | cityServed | Appleton,_Wisconsin"])  # fmt: skip
+    on = dataclasses.replace(ck.rules(), resegment=True, begun=True)
+    free = generate_seg(ck.model, ck.vocab, recs, "none", beam=5, rules=on)
+    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(on, resegment=False))
+    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=on)
+    assert before.text != free.text and "which is a part of greenville" in before.text.lower()
+    assert after.text == free.text and after.constraints == "rm"
+    assert sorted(j for _, _, j in after.segments if j is not None) == [1, 2, 3, 4]
+    assert after.scores["resegmented"] is True and "segmented again" in resegment_note(after)
+    assert resegment_note(before) is None and "resegmented" not in before.scores

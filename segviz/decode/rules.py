@@ -512,6 +512,7 @@ class ValueRules:
     stating: bool = False  # with r / rm / a plan: a record's segment ends only after a word that states its value
     literal: bool = False  # with stating (WebNLG): that word is one of the value's own, unless the text said the value before (session 36)
     outside: bool = False  # with stating, under r / rm: that word does not count inside a longer input entity begun before it ("abilene, texas": session 37)
+    begun: bool = False  # with outside: nor inside a longer input entity that begins with the value, once the text goes on with it ("ashgabat international airport": session 39)
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
@@ -535,6 +536,7 @@ class ValueRules:
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
     second: bool = False  # the segment model's n-best ranked with the PG baseline's log-probability too (segviz.decode.second: session 31)
+    resegment: bool = False  # under r / rm: the unconstrained text, segmented again by the constrained search (its words forced), joins the n-best (session 39)
     codes: bool = False  # names: an unseen code ("978-0-14-303943-3", "09L/27R") is said whole, as an unseen name (session 33)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
@@ -584,7 +586,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -634,7 +636,12 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     words, unless the text said the value before the segment began (:func:`_literal_mask`), and
     ``outside`` (with ``stating``, under r / rm) does not count such a word where it goes on a
     longer entity of the input that holds the value, begun before the word ("texas" of "Abilene,
-    Texas" for ``Abilene,_Texas | isPartOf | Texas``: ``segviz.decode.search._inside_longer``); ``qualifiers`` (under r / rm) counts a value as said when the text says it
+    Texas" for ``Abilene,_Texas | isPartOf | Texas``: ``segviz.decode.search._inside_longer``), and
+    ``begun`` (with ``outside``) nor where the text goes on from it with a longer entity that begins
+    with the value ("Ashgabat International Airport" for ``location | Ashgabat``:
+    ``segviz.decode.search._continued``); ``resegment`` (under r / rm, no plan) searches the
+    unconstrained output again under the constraints with its words forced and lets a segmentation
+    that meets them join the n-best (``segviz.decode.seg._resegmented``); ``qualifiers`` (under r / rm) counts a value as said when the text says it
     as the place after the comma of a longer entity of the input ("New York" in "Ithaca, New
     York", :func:`_qualified`); ``spellings`` (under r / rm / a plan) lets the mention rule and
     *once* read a value word said without its accents or as a possessive word ("nasa's",

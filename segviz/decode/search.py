@@ -235,6 +235,37 @@ def _led_in(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dic
     return out
 
 
+def _begun_with(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dict[int, list[tuple]]:
+    """``rules.begun``: record id -> its longer entities (:func:`longer_than`) that begin with its
+    value ("ashgabat international airport" for ``cityServed | Ashgabat``)."""
+    out = {k: [e for e in es if e[: len(values[k])] == tuple(values[k])] for k, es in longer.items()}
+    return {k: es for k, es in out.items() if es}
+
+
+def _continued(x, k: int, read: list[int], i: int) -> bool:
+    """``rules.begun``: whether the word at ``i`` of ``read`` lies in an occurrence of record
+    ``k``'s value that the text goes on with as one of ``x.begun[k]`` (past the value's words)."""
+    v = tuple(x.values[k])
+    for s in range(max(0, i - len(v) + 1), i + 1):
+        if tuple(read[s : s + len(v)]) == v and any(
+            len(seen := tuple(read[s : s + len(e)])) > len(v) and seen == e[: len(seen)] for e in x.begun[k]
+        ):
+            return True
+    return False
+
+
+def _stated_now(x, h, tokens: list[int], read: list[int]) -> bool:
+    """``rules.begun``: the content flag of ``h``'s segment read again over its ``tokens``: a word
+    that states its record (:func:`_says`) outside the longer entities that lead into the value
+    (:func:`_inside_longer`) or that the text goes on with from it (:func:`_continued`): the
+    airport's name "Ashgabat International Airport" does not state ``cityServed | Ashgabat``."""
+    start = h.segments[-1][0] if h.segments else 0
+    return any(
+        _says(x, h, tokens[i]) and not _inside_longer(x, h.k, read[: i + 1]) and not _continued(x, h.k, read, i)
+        for i in range(start, len(tokens))
+    )
+
+
 def _inside_longer(x, k: int, read: list[int]) -> bool:
     """``rules.outside``: whether the last word of ``read`` (tokens as :func:`_spelt` reads them)
     is a word of record ``k``'s value said inside one of its longer entities begun before the
@@ -252,6 +283,14 @@ def _only_ends(row: torch.Tensor) -> None:
     keep = row[[EOSEG_ID, EOS_ID]].clone()
     row.fill_(-math.inf)
     row[[EOSEG_ID, EOS_ID]] = keep
+
+
+def _only_forced(forced: list[int], t: int, row: torch.Tensor) -> None:
+    """``forced`` (``ValueRules.resegment``): leave in ``row`` (n_ext,) only the ``t``-th forced
+    word and ``$`` (the masks' scores kept; a word they banned stays banned)."""
+    keep = row[[EOSEG_ID, *forced[t : t + 1]]].clone()
+    row.fill_(-math.inf)
+    row[[EOSEG_ID, *forced[t : t + 1]]] = keep
 
 
 def _left(x: _Input, h: _SegHyp) -> bool:
@@ -340,6 +379,7 @@ class _Input:
     said_subjects: dict  # k -> its named subject's ids: its value counts as a mention only with them (names rule)
     longer: dict  # k -> the input's subjects and values longer than its value that hold it (a mention inside one does not count)
     outside: dict  # k -> (longer entity, offset of the value in it) whose words lead into the value (rules.outside, _led_in), {} when off
+    begun: dict  # k -> the longer entities that begin with its value (rules.begun, _begun_with), {} when off
     func: torch.Tensor | None  # (n_ext,) bool function words (content rule), None when off
     says: torch.Tensor | None  # (S, n_ext) bool: words that meet the content rule in k's segment (rules.stating), None when off
     literal: torch.Tensor | None  # (S, n_ext) bool: the same of k's own value's words (rules.literal), None when off
@@ -362,6 +402,7 @@ class _Input:
     foreign: dict | None = None  # training names the input does not hold (rules.foreign_names), None when off
     spent: list | None = None  # lexicon words grouped by the records that hold their attributes (rules.spent_groups), None when off
     dates: dict = field(default_factory=dict)  # k -> its date written out, copied whole once begun (rules.date_phrases), {} when off
+    forced: list[int] | None = None  # the words every hypothesis must say, <eos> last (rules.resegment), None: free
 
 
 @dataclass
@@ -409,6 +450,7 @@ class SegmentDecoder:
         no_repeat_ngram: int = 0,
         rules: ValueRules | None = None,
         n: int = 1,
+        forced: list[int] | None = None,
     ) -> tuple[list[_SegHyp], list[str], torch.Tensor]:
         """Up to ``n`` finished hypotheses with distinct token sequences, best first by
         ``log p / length ** length_penalty``, the source OOV words and the source record ids.
@@ -425,11 +467,14 @@ class SegmentDecoder:
         is not a function word. ``mentions`` (default: on for such levels without a plan)
         counts a record as realised once its value appears verbatim anywhere in the text.
         ``no_repeat_ngram`` = n > 0 forbids any word n-gram twice in one output. ``rules``: the
-        lexicon rules of :class:`ValueRules` (none by default).
+        lexicon rules of :class:`ValueRules` (none by default). ``forced`` (extended ids, ``<eos>``
+        last) leaves each hypothesis only its next word or ``$``: the search then segments those
+        words under the constraints and rules (``ValueRules.resegment``).
         """
         self.model.eval()
         x = self._input(records, constraint(constraints), beam, plan, max_len, sample, content_rule, mentions,
                         no_repeat_ngram, rules)  # fmt: skip
+        x.forced = forced
         finished = self._run(x, length_penalty)
         ranked = _ranked(finished, n, length_penalty)
         for h in ranked:  # record-local attention -> rows over all source tokens
@@ -471,6 +516,7 @@ class SegmentDecoder:
             said_subjects=named if mentions else {},
             longer=(longer := longer_than(vocab, oov, records, values, rules)),
             outside=_led_in(longer, values) if rules and rules.outside and rules.stating and content_rule else {},
+            begun=_begun_with(longer, values) if rules and rules.begun and rules.outside and rules.stating and content_rule else {},
             func=func if content_rule else None,
             says=_content_mask(says, func), literal=_content_mask(literal, func),
             distinct=_distinct_mask(vocab, oov, records, literal),
@@ -538,6 +584,8 @@ class SegmentDecoder:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
             self._mask_once(x, h, row)
+            if x.forced is not None:
+                _only_forced(x.forced, len(h.tokens), row)
             self._mask_unread(x, h, row)
             if x.sample is not None:
                 w = int(row.argmax())
@@ -736,7 +784,7 @@ class SegmentDecoder:
         return replace(
             h, score=score, tokens=tokens, segments=segments, attn=h.attn + [(emitted.pos[i], emitted.a[i])],
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
-            content=h.content or _says(x, h, v) and not _inside_longer(x, h.k, read),
+            content=_stated_now(x, h, tokens, read) if x.begun.get(h.k) else h.content or _says(x, h, v) and not _inside_longer(x, h.k, read),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
             owed=_owed_after(h.owed, x.phrases.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),

@@ -12,7 +12,7 @@ import torch
 
 from segviz.constraints import Constraint, constraint
 from segviz.data import EOS_ID, Vocab
-from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _records_info, _word
+from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _ranked, _records_info, _word
 from segviz.decode.rules import ValueRules
 from segviz.decode.search import SegmentDecoder, _SegHyp
 from segviz.decode.second import second_ranked
@@ -60,6 +60,37 @@ def _search_with_fallback(dec: SegmentDecoder, records, constraints, beam, plan,
     raise RuntimeError(
         "decoding produced no hypothesis"
     )  # pragma: no cover - unconstrained search ends at max_len
+
+
+def _resegmented(model, vocab, dec, records, level, beam, rules, content_rule, mentions, oov, common) -> _SegHyp | None:
+    """``rules.resegment``: the unconstrained output under the same rules, segmented again by the
+    search of ``level`` with its words forced (every constraint and rule still holds), or None
+    when no such segmentation can end."""
+    free = generate_seg_nbest(model, vocab, records, "none", beam, 1, rules=rules, **common)[0]
+    again, _, _ = dec.search_n(records, level, beam, rules=rules, content_rule=content_rule, mentions=mentions,
+                               n=1, forced=_ids(vocab, oov, free.tokens), **common)  # fmt: skip
+    return again[0] if again and not free.fallback_used else None
+
+
+def _marked(result: GenerationResult) -> GenerationResult:
+    """``result`` with ``resegmented`` in its scores: the unconstrained text, segmented again."""
+    return dataclasses.replace(result, scores={**result.scores, "resegmented": True})
+
+
+def resegment_note(result: GenerationResult) -> str | None:
+    """In words for the app, when ``result`` is the unconstrained text segmented again under the
+    constraints (``rules.resegment``, its ``resegmented`` score); None otherwise."""
+    if not (result.scores or {}).get("resegmented"):
+        return None
+    return ("The model's unconstrained text, segmented again so that it meets the constraints "
+            "(resegment): it scored best of the candidates.")
+
+
+def _ids(vocab: Vocab, oov: list[str], tokens: list[str]) -> list[int]:
+    """``tokens`` as extended ids, ``<eos>`` last: a word of the input outside the vocabulary (or
+    hidden from it, :meth:`Vocab.hiding`) as its copy, any other by its vocabulary id."""
+    copies = {w: len(vocab) + j for j, w in enumerate(oov)}
+    return [copies[w] if w in copies else vocab.itos.index(w) for w in tokens] + [EOS_ID]
 
 
 def _result_from_seg(
@@ -115,11 +146,18 @@ def generate_seg_nbest(
     name = constraint(constraints).name
     dec = SegmentDecoder(model, vocab)
     second = rules is not None and rules.second and rules.partner is not None
+    common = {"max_len": max_len, "length_penalty": length_penalty, "no_repeat_ngram": no_repeat_ngram}
+    width = max(n or beam, beam) if second else n or beam
     ranked, oov, src_rec, fallback = _search_with_fallback(
-        dec, records, constraints, beam, plan, rules, content_rule, mentions, max(n or beam, beam) if second else n or beam,
-        max_len=max_len, length_penalty=length_penalty, no_repeat_ngram=no_repeat_ngram,
+        dec, records, constraints, beam, plan, rules, content_rule, mentions, width, **common
     )  # fmt: skip
+    own = None
+    if rules is not None and rules.resegment and plan is None and constraint(name).counts_realised and not fallback:
+        own = _resegmented(model, vocab, dec, records, name, beam, rules, content_rule, mentions, oov, common)
+        ranked = _ranked(ranked + ([own] if own else []), width + 1, length_penalty)  # resegment: the free text joins
+        ranked = ranked if second else ranked[: n or beam]  # with second: a sixth candidate, ranked with the rest
     results = [_result_from_seg(h, vocab, oov, records, src_rec, system, name, plan, fallback, t0) for h in ranked]
+    results = [_marked(r) if own is not None and h is own else r for h, r in zip(ranked, results, strict=True)]
     if second:  # the PG baseline's second opinion ranks them (segviz.decode.second)
         ms = (time.perf_counter() - t0) * 1000
         results = [dataclasses.replace(r, elapsed_ms=ms) for r in second_ranked(results, records, rules.partner, length_penalty)[: n or beam]]
