@@ -278,19 +278,22 @@ def _inside_longer(x, k: int, read: list[int]) -> bool:
     return False
 
 
+def _only(row: torch.Tensor, ids: list[int]) -> None:
+    """Leave ``row`` (n_ext,) only ``ids``, with their scores (a banned one stays banned)."""
+    keep = row[ids].clone()
+    row.fill_(-math.inf)
+    row[ids] = keep
+
+
 def _only_ends(row: torch.Tensor) -> None:
     """Leave ``row`` (n_ext,) only "$" and "<eos>", with their scores: the segment ends here."""
-    keep = row[[EOSEG_ID, EOS_ID]].clone()
-    row.fill_(-math.inf)
-    row[[EOSEG_ID, EOS_ID]] = keep
+    _only(row, [EOSEG_ID, EOS_ID])
 
 
 def _only_forced(forced: list[int], t: int, row: torch.Tensor) -> None:
     """``forced`` (``ValueRules.resegment``): leave in ``row`` (n_ext,) only the ``t``-th forced
     word and ``$`` (the masks' scores kept; a word they banned stays banned)."""
-    keep = row[[EOSEG_ID, *forced[t : t + 1]]].clone()
-    row.fill_(-math.inf)
-    row[[EOSEG_ID, *forced[t : t + 1]]] = keep
+    _only(row, [EOSEG_ID, *forced[t : t + 1]])
 
 
 def _left(x: _Input, h: _SegHyp) -> bool:

@@ -67,9 +67,11 @@ def _resegmented(model, vocab, dec, records, level, beam, rules, content_rule, m
     search of ``level`` with its words forced (every constraint and rule still holds), or None
     when no such segmentation can end."""
     free = generate_seg_nbest(model, vocab, records, "none", beam, 1, rules=rules, **common)[0]
+    if free.fallback_used:  # not the rules' own text: nothing to keep
+        return None
     again, _, _ = dec.search_n(records, level, beam, rules=rules, content_rule=content_rule, mentions=mentions,
                                n=1, forced=_ids(vocab, oov, free.tokens), **common)  # fmt: skip
-    return again[0] if again and not free.fallback_used else None
+    return again[0] if again else None
 
 
 def _marked(result: GenerationResult) -> GenerationResult:
@@ -157,7 +159,7 @@ def generate_seg_nbest(
         ranked = _ranked(ranked + ([own] if own else []), width + 1, length_penalty)  # resegment: the free text joins
         ranked = ranked if second else ranked[: n or beam]  # with second: a sixth candidate, ranked with the rest
     results = [_result_from_seg(h, vocab, oov, records, src_rec, system, name, plan, fallback, t0) for h in ranked]
-    results = [_marked(r) if own is not None and h is own else r for h, r in zip(ranked, results, strict=True)]
+    results = [_marked(r) if h is own else r for h, r in zip(ranked, results, strict=True)]
     if second:  # the PG baseline's second opinion ranks them (segviz.decode.second)
         ms = (time.perf_counter() - t0) * 1000
         results = [dataclasses.replace(r, elapsed_ms=ms) for r in second_ranked(results, records, rules.partner, length_penalty)[: n or beam]]
