@@ -1089,3 +1089,41 @@ def test_resegment_keeps_the_models_own_text_where_it_meets_the_constraints():
     assert sorted(j for _, _, j in after.segments if j is not None) == [1, 2, 3, 4]
     assert after.scores["resegmented"] is True and "segmented again" in resegment_note(after)
     assert resegment_note(before) is None and "resegmented" not in before.scores
+
+
+def test_split_a_record_cut_at_L_goes_on_after_one_null_segment_only():
+    """Session 40, ``split``: a record whose segment ran to ``L`` tokens may take the segment
+    after the next null one (training's reading of a value said in more than ``L`` tokens, as eq. 3
+    has no self-transition); a segment that ended before ``L``, another record's segment in
+    between, or the switch off leave it a repeat."""
+    from types import SimpleNamespace as N
+
+    from segviz.decode.search import _cut_at, _goes_on
+
+    on, off = N(split=True, L=4), N(split=False, L=4)
+    assert _cut_at(on, N(k=2, seg_len=4, cut=0)) == 2 and _cut_at(off, N(k=2, seg_len=4, cut=0)) == 0
+    assert _cut_at(on, N(k=2, seg_len=3, cut=0)) == 0  # ended before the cut: its own choice
+    assert _cut_at(on, N(k=0, seg_len=1, cut=2)) == 2 and _cut_at(on, N(k=3, seg_len=2, cut=2)) == 0
+    assert _goes_on(N(k=0, cut=2), 2) and not _goes_on(N(k=0, cut=2), 3) and not _goes_on(N(k=3, cut=2), 2)
+    assert not _goes_on(N(k=0, cut=0), 0)
+
+
+def test_split_says_a_value_longer_than_L_whole_under_rm():
+    """Session 40, ``split``: the tune half's University/1/Id2, a campus address of 20 tokens. Its
+    unconstrained text says it whole in two segments of the record around a null ","; +RM without
+    ``split`` cuts it at ``L`` and ends "… in the united states."; with it, +RM says it whole,
+    one record in two segments, and the checker finds the text exact."""
+    from conftest import ROOT
+
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(['Acharya_Institute_of_Technology | campus | "In Soldevanahalli, Acharya Dr. Sarvapalli '
+                                 'Radhakrishnan Road, Hessarghatta Main Road, Bangalore – 560090."'])  # fmt: skip
+    texts = {on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), split=on))
+             for on in (False, True)}  # fmt: skip
+    assert "560090" not in texts[False].text and "united states" in texts[False].text.lower()
+    assert texts[True].text.endswith("Hessarghatta Main Road, Bangalore – 560090."), texts[True].text
+    assert [j for _, _, j in texts[True].segments] == [1, None, 1, None]
+    assert texts[True].segments[0][1] - texts[True].segments[0][0] == ck.model.cfg.max_seg_len
+    assert faithfulness.check("webnlg", recs, texts[True].text).errors == 0

@@ -296,6 +296,24 @@ def _only_forced(forced: list[int], t: int, row: torch.Tensor) -> None:
     _only(row, [EOSEG_ID, *forced[t : t + 1]])
 
 
+def _cut_at(x: _Input, h: _SegHyp) -> int:
+    """``rules.split``, at ``h``'s ``$``: the record that may go on after the next segment, a null
+    one: ``h``'s own when its segment ran to ``L`` tokens, the one before when ``h``'s is that
+    null segment; else 0."""
+    if not x.split:
+        return 0
+    if h.k > 0 and h.seg_len >= x.L:
+        return h.k
+    return h.cut if h.k == 0 else 0
+
+
+def _goes_on(h: _SegHyp, j: int) -> bool:
+    """``rules.split``: whether record ``j``, chosen at ``h``'s boundary, goes on with the record
+    whose segment was cut at ``L``, after the null segment ``h`` ends. Training reads a record
+    said in more than ``L`` tokens this way (eq. 3 has no self-transition), so it is not a repeat."""
+    return j > 0 and h.k == 0 and h.cut == j
+
+
 def _left(x: _Input, h: _SegHyp) -> bool:
     """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
     if x.plan:
@@ -353,6 +371,7 @@ class _SegHyp:
     subject_said: bool = True  # the current record's unseen subject is in the text (WebNLG)
     filler: bool = False  # a realised record's segment again: function words and punctuation only
     before: frozenset = frozenset()  # records realised or mentioned before the current segment began (rules.spent)
+    cut: int = 0  # the record whose segment was cut at L: it may go on after one null segment (rules.split), 0: none
 
 
 @dataclass
@@ -391,6 +410,7 @@ class _Input:
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
+    split: bool  # ValueRules.split: a record's segment cut at L goes on after one null segment (_goes_on)
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     punct: torch.Tensor | None  # (n_ext,) bool punctuation (no letter or digit), with ValueRules.brief only
     all_recs: frozenset
@@ -526,6 +546,7 @@ class SegmentDecoder:
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), brief=bool(rules and rules.fillers and rules.brief), func_all=func,
+            split=bool(rules and rules.split),
             punct=_punct_mask(vocab, oov) if rules and rules.fillers and rules.brief else None,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
@@ -678,7 +699,7 @@ class SegmentDecoder:
             h = hyps[m]
             row = (trans[i] if h.k >= 0 else init[i]).clone()  # (S,)
             row[row < dp.NEG / 2] = -math.inf
-            blocked = self._blocked(x, h)
+            blocked = [j for j in self._blocked(x, h) if not _goes_on(h, j)]
             if x.fillers and not (x.brief and h.filler):  # a realised record may open a filler segment (docs/design.md §6); brief: not after one
                 blocked = [j for j in blocked if j not in h.realised | h.mentioned]
             if _links(x, h):  # brief: a link leads into a record's segment
@@ -745,7 +766,7 @@ class SegmentDecoder:
                 new_hyps.append(self._choose_record(x, h, score, v))
             elif v == EOSEG_ID:
                 said = x.read(tuple(h.tokens), h.mentioned) if x.read else h.mentioned  # read: the checker's reading
-                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said))
+                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said, cut=_cut_at(x, h)))
             else:
                 nh = self._emit(x, h, m, score, v, emitted)
                 if v == EOS_ID:
@@ -764,12 +785,13 @@ class SegmentDecoder:
         """``h`` after choosing record ``j`` (0: null): a new, empty segment; a filler segment
         when ``j`` is a record the constraints or the plan have already had said."""
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
-        filler = x.fillers and j > 0 and j in again
+        on = _goes_on(h, j)  # split: the record cut at L goes on, neither a repeat nor a plan step
+        filler = x.fillers and j > 0 and j in again and not on
         said = _said_before(x, h.tokens, j) or not x.plan and _name_said(x, h.tokens, j)  # once / names: not owed again
         return replace(
             h, score=score, segments=[list(s) for s in h.segments] + [[len(h.tokens), len(h.tokens), j]], k=j,
             boundary=False, seg_len=0, realised=h.realised | {j} if j > 0 else h.realised,
-            plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler else 0), content=False, owed=(),
+            plan_pos=h.plan_pos + (1 if x.plan and j > 0 and not filler and not on else 0), content=False, owed=(),
             named=said, filler=filler, subject_said=_has(h.tokens, x.subjects.get(j), x.twins), loose=_said_own(x, h.tokens, j),
             before=(h.realised | h.mentioned) - {j},
         )  # fmt: skip
