@@ -1127,3 +1127,24 @@ def test_split_says_a_value_longer_than_L_whole_under_rm():
     assert [j for _, _, j in texts[True].segments] == [1, None, 1, None]
     assert texts[True].segments[0][1] - texts[True].segments[0][0] == ck.model.cfg.max_seg_len
     assert faithfulness.check("webnlg", recs, texts[True].text).errors == 0
+
+
+def test_hanging_a_segment_does_not_end_on_a_function_word_inside_its_value():
+    """Session 40, ``hanging``: a segment that ends with the first words of its record's value,
+    the last a function word ("… style of tudor and" of "Tudor and Jacabian"), may not end there;
+    the whole value, the value's first word alone, or words of the segment before it may."""
+    from types import SimpleNamespace as N
+
+    import torch
+
+    from segviz.decode.search import _hangs
+
+    tudor, and_, jacabian, style, of = 10, 11, 12, 13, 14
+    func = torch.zeros(20, dtype=torch.bool)
+    func[[and_, of]] = True
+    x = N(values={1: [tudor, and_, jacabian]}, func_all=func)
+    seg = lambda *ws: N(k=1, tokens=[99, *ws], seg_len=len(ws))  # noqa: E731  (99: the segment before)
+    assert _hangs(x, seg(style, of, tudor, and_))
+    assert not _hangs(x, seg(style, of, tudor, and_, jacabian)) and not _hangs(x, seg(style, of, tudor))
+    assert not _hangs(x, seg(style, of)) and not _hangs(x, N(k=2, tokens=[tudor, and_], seg_len=2))
+    assert not _hangs(x, N(k=1, tokens=[tudor, and_], seg_len=1))  # "tudor" was the segment before's

@@ -536,6 +536,7 @@ class ValueRules:
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
     second: bool = False  # the segment model's n-best ranked with the PG baseline's log-probability too (segviz.decode.second: session 31)
+    hanging: bool = False  # a record's segment does not end on a function word inside its value ("tudor and": session 40)
     split: bool = False  # a record's segment cut at L may go on after one null segment, not a repeat (training's reading of a longer span: session 40)
     resegment: bool = False  # under r / rm: the unconstrained text, segmented again by the constrained search (its words forced), joins the n-best (session 39)
     codes: bool = False  # names: an unseen code ("978-0-14-303943-3", "09L/27R") is said whole, as an unseen name (session 33)
@@ -587,7 +588,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -642,7 +643,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     with the value ("Ashgabat International Airport" for ``location | Ashgabat``:
     ``segviz.decode.search._continued``); ``resegment`` (under r / rm, no plan) searches the
     unconstrained output again under the constraints with its words forced and lets a segmentation
-    that meets them join the n-best (``segviz.decode.seg._resegmented``); ``split`` lets a record
+    that meets them join the n-best (``segviz.decode.seg._resegmented``); ``hanging`` keeps a
+    record's segment from ending on a function word inside its value, its first words said ("… of
+    tudor and" of "Tudor and Jacabian": ``segviz.decode.search._hangs``); ``split`` lets a record
     whose segment ran to ``L`` tokens take the segment after the next, a null one, as its own
     still, neither a repeat under r / rm nor a step of a plan: the forward algorithm reads a value
     said in more than ``L`` tokens so, with no self-transition (``segviz.decode.search._goes_on``); ``qualifiers`` (under r / rm) counts a value as said when the text says it

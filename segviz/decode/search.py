@@ -314,6 +314,14 @@ def _goes_on(h: _SegHyp, j: int) -> bool:
     return j > 0 and h.k == 0 and h.cut == j
 
 
+def _hangs(x: _Input, h: _SegHyp) -> bool:
+    """``rules.hanging``: whether ``h``'s segment ends with the first words of its record's value
+    (two or more, not all) and the last of them is a function word ("tudor and" of "Tudor and
+    Jacabian")."""
+    v, seg = x.values.get(h.k, []), h.tokens[len(h.tokens) - h.seg_len :]
+    return any(seg[-i:] == v[:i] and bool(x.func_all[v[i - 1]]) for i in range(2, min(len(v), len(seg) + 1)))
+
+
 def _left(x: _Input, h: _SegHyp) -> bool:
     """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
     if x.plan:
@@ -411,6 +419,7 @@ class _Input:
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
     split: bool  # ValueRules.split: a record's segment cut at L goes on after one null segment (_goes_on)
+    hanging: bool  # ValueRules.hanging: a segment does not end on a function word inside its value (_hangs)
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     punct: torch.Tensor | None  # (n_ext,) bool punctuation (no letter or digit), with ValueRules.brief only
     all_recs: frozenset
@@ -546,7 +555,7 @@ class SegmentDecoder:
             values=values,
             said=_said_ids(vocab, oov, records, rules) if mentions else {},
             fillers=bool(rules and rules.fillers), brief=bool(rules and rules.fillers and rules.brief), func_all=func,
-            split=bool(rules and rules.split),
+            split=bool(rules and rules.split), hanging=bool(rules and rules.hanging),
             punct=_punct_mask(vocab, oov) if rules and rules.fillers and rules.brief else None,
             all_recs=frozenset(range(1, len(records) + 1)),
             once=_said_once(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
@@ -644,6 +653,8 @@ class SegmentDecoder:
             _only_ends(row)
         if not x.read and not self._may_end(x, h):  # read: the checker decides last (_mask_unread)
             row[EOS_ID] = -math.inf
+        if x.hanging and h.seg_len < x.L and _hangs(x, h):  # "… style of tudor and" goes on
+            row[EOSEG_ID] = row[EOS_ID] = -math.inf
         if name_owed:  # a proper name ends its segment only once said whole
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
         if x.func is not None and h.k > 0 and not h.content and not h.filler:  # nothing said yet: no end
