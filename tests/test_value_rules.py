@@ -1098,14 +1098,17 @@ def test_split_a_record_cut_at_L_goes_on_after_one_null_segment_only():
     between, or the switch off leave it a repeat."""
     from types import SimpleNamespace as N
 
-    from segviz.decode.search import _cut_at, _goes_on
+    from segviz.decode.search import _goes_on
 
     on, off = N(split=True, L=4), N(split=False, L=4)
-    assert _cut_at(on, N(k=2, seg_len=4, cut=0)) == 2 and _cut_at(off, N(k=2, seg_len=4, cut=0)) == 0
-    assert _cut_at(on, N(k=2, seg_len=3, cut=0)) == 0  # ended before the cut: its own choice
-    assert _cut_at(on, N(k=0, seg_len=1, cut=2)) == 2 and _cut_at(on, N(k=3, seg_len=2, cut=2)) == 0
-    assert _goes_on(N(k=0, cut=2), 2) and not _goes_on(N(k=0, cut=2), 3) and not _goes_on(N(k=3, cut=2), 2)
-    assert not _goes_on(N(k=0, cut=0), 0)
+    after = lambda *segs: N(k=segs[-1][2], segments=[list(s) for s in segs])  # noqa: E731  (h at its null segment's end)
+    cut = after((0, 4, 2), (4, 5, 0))  # record 2 ran to L = 4, then a null segment
+    assert _goes_on(on, cut, 2) and not _goes_on(off, cut, 2)
+    assert not _goes_on(on, after((0, 3, 2), (3, 4, 0)), 2)  # ended before the cut: its own choice
+    assert not _goes_on(on, cut, 3) and not _goes_on(on, cut, 0)
+    assert not _goes_on(on, after((0, 4, 2), (4, 6, 3)), 2)  # another record's segment in between
+    assert not _goes_on(on, after((0, 4, 2), (4, 5, 0), (5, 6, 3), (6, 7, 0)), 2)  # not the segment before
+    assert not _goes_on(on, after((0, 1, 0)), 2)
 
 
 def test_split_says_a_value_longer_than_L_whole_under_rm():

@@ -296,22 +296,15 @@ def _only_forced(forced: list[int], t: int, row: torch.Tensor) -> None:
     _only(row, [EOSEG_ID, *forced[t : t + 1]])
 
 
-def _cut_at(x: _Input, h: _SegHyp) -> int:
-    """``rules.split``, at ``h``'s ``$``: the record that may go on after the next segment, a null
-    one: ``h``'s own when its segment ran to ``L`` tokens, the one before when ``h``'s is that
-    null segment; else 0."""
-    if not x.split:
-        return 0
-    if h.k > 0 and h.seg_len >= x.L:
-        return h.k
-    return h.cut if h.k == 0 else 0
-
-
-def _goes_on(h: _SegHyp, j: int) -> bool:
-    """``rules.split``: whether record ``j``, chosen at ``h``'s boundary, goes on with the record
-    whose segment was cut at ``L``, after the null segment ``h`` ends. Training reads a record
-    said in more than ``L`` tokens this way (eq. 3 has no self-transition), so it is not a repeat."""
-    return j > 0 and h.k == 0 and h.cut == j
+def _goes_on(x: _Input, h: _SegHyp, j: int) -> bool:
+    """``rules.split``: whether record ``j``, chosen at ``h``'s boundary, goes on with the segment
+    before the null one ``h`` ends: a segment of ``j`` that ran to ``L`` tokens, where the search
+    cut it. Training reads a record said in more than ``L`` tokens this way (eq. 3 has no
+    self-transition), so it is not a repeat."""
+    if not x.split or j <= 0 or h.k != 0 or len(h.segments) < 2:
+        return False
+    start, end, k = h.segments[-2]
+    return k == j and end - start >= x.L
 
 
 def _hangs(x: _Input, h: _SegHyp) -> bool:
@@ -379,7 +372,6 @@ class _SegHyp:
     subject_said: bool = True  # the current record's unseen subject is in the text (WebNLG)
     filler: bool = False  # a realised record's segment again: function words and punctuation only
     before: frozenset = frozenset()  # records realised or mentioned before the current segment began (rules.spent)
-    cut: int = 0  # the record whose segment was cut at L: it may go on after one null segment (rules.split), 0: none
 
 
 @dataclass
@@ -418,7 +410,7 @@ class _Input:
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
-    split: bool  # ValueRules.split: a record's segment cut at L goes on after one null segment (_goes_on)
+    split: bool  # ValueRules.split: a record's segment cut at L may go on after one null segment (_goes_on)
     hanging: bool  # ValueRules.hanging: a segment does not end on a function word inside its value (_hangs)
     func_all: torch.Tensor  # (n_ext,) bool function words, for filler segments
     punct: torch.Tensor | None  # (n_ext,) bool punctuation (no letter or digit), with ValueRules.brief only
@@ -710,7 +702,7 @@ class SegmentDecoder:
             h = hyps[m]
             row = (trans[i] if h.k >= 0 else init[i]).clone()  # (S,)
             row[row < dp.NEG / 2] = -math.inf
-            blocked = [j for j in self._blocked(x, h) if not _goes_on(h, j)]
+            blocked = self._blocked(x, h)
             if x.fillers and not (x.brief and h.filler):  # a realised record may open a filler segment (docs/design.md §6); brief: not after one
                 blocked = [j for j in blocked if j not in h.realised | h.mentioned]
             if _links(x, h):  # brief: a link leads into a record's segment
@@ -726,12 +718,13 @@ class SegmentDecoder:
 
     @staticmethod
     def _blocked(x: _Input, h: _SegHyp) -> list[int]:
-        """Records that hypothesis ``h`` may not choose next."""
+        """Records that hypothesis ``h`` may not choose next (with ``split``, never the record whose
+        cut segment goes on after ``h``'s null one, :func:`_goes_on`)."""
         if x.plan:
             nxt = x.plan[h.plan_pos] if h.plan_pos < len(x.plan) else None
-            return [j for j in range(1, x.S) if j != nxt]
+            return [j for j in range(1, x.S) if j != nxt and not _goes_on(x, h, j)]
         if x.level.no_repeat:
-            return sorted(h.realised | h.mentioned)
+            return [j for j in sorted(h.realised | h.mentioned) if not _goes_on(x, h, j)]
         return []
 
     def _mask_unread(self, x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
@@ -777,7 +770,7 @@ class SegmentDecoder:
                 new_hyps.append(self._choose_record(x, h, score, v))
             elif v == EOSEG_ID:
                 said = x.read(tuple(h.tokens), h.mentioned) if x.read else h.mentioned  # read: the checker's reading
-                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said, cut=_cut_at(x, h)))
+                new_hyps.append(replace(h, score=score, boundary=True, owed=(), named=False, mentioned=said))
             else:
                 nh = self._emit(x, h, m, score, v, emitted)
                 if v == EOS_ID:
@@ -796,7 +789,7 @@ class SegmentDecoder:
         """``h`` after choosing record ``j`` (0: null): a new, empty segment; a filler segment
         when ``j`` is a record the constraints or the plan have already had said."""
         again = h.realised if x.plan else h.realised | h.mentioned if x.level.no_repeat else frozenset()
-        on = _goes_on(h, j)  # split: the record cut at L goes on, neither a repeat nor a plan step
+        on = _goes_on(x, h, j)  # split: the record cut at L goes on, neither a repeat nor a plan step
         filler = x.fillers and j > 0 and j in again and not on
         said = _said_before(x, h.tokens, j) or not x.plan and _name_said(x, h.tokens, j)  # once / names: not owed again
         return replace(

@@ -92,7 +92,7 @@ def _ids(vocab: Vocab, oov: list[str], tokens: list[str]) -> list[int]:
     """``tokens`` as extended ids, ``<eos>`` last: a word of the input outside the vocabulary (or
     hidden from it, :meth:`Vocab.hiding`) as its copy, any other by its vocabulary id."""
     copies = {w: len(vocab) + j for j, w in enumerate(oov)}
-    return [copies[w] if w in copies else vocab.itos.index(w) for w in tokens] + [EOS_ID]
+    return [copies[w] if w in copies else vocab.stoi[w] for w in tokens] + [EOS_ID]
 
 
 def _result_from_seg(
