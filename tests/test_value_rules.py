@@ -1151,3 +1151,28 @@ def test_hanging_a_segment_does_not_end_on_a_function_word_inside_its_value():
     assert not _hangs(x, seg(style, of, tudor, and_, jacabian)) and not _hangs(x, seg(style, of, tudor))
     assert not _hangs(x, seg(style, of)) and not _hangs(x, N(k=2, tokens=[tudor, and_], seg_len=2))
     assert not _hangs(x, N(k=1, tokens=[tudor, and_], seg_len=1))  # "tudor" was the segment before's
+
+
+def test_a_text_the_length_budget_ends_ends_only_where_eos_could():
+    """Session 41 (a review's finding): a hypothesis that spends the length budget is finished only
+    where ``<eos>`` could come: not while its record's segment has said nothing (content rule)
+    nor while a name is owed. Before, "the eagle is a moderately" was an +R output at
+    ``max_len`` 6, its ``priceRange`` segment saying nothing but "moderately"'s lead-in."""
+    from conftest import ROOT
+
+    from segviz.data import EOS_ID
+    from segviz.decode.search import SegmentDecoder
+    from segviz.records import parse_e2e_mr
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "e2e-seg")
+    dec = SegmentDecoder(ck.model, ck.vocab)
+    recs = parse_e2e_mr("name[The Eagle], eatType[coffee shop], food[French], priceRange[moderate], "
+                        "area[riverside], familyFriendly[yes], near[Burger King]")  # fmt: skip
+    cut = 0
+    for level, max_len in [("r", n) for n in range(4, 13)] + [("rm", n) for n in (12, 20, 28)]:
+        ranked, _, _ = dec.search_n(recs, level, 5, max_len=max_len, rules=ck.rules(), n=5)
+        for h in ranked:
+            if h.tokens[-1] != EOS_ID:  # ended by the budget
+                cut += 1
+                assert len(h.tokens) == max_len and (h.content or h.filler or h.k <= 0), (level, max_len, h.segments)
+    assert cut > 0  # the budget did end some of them

@@ -315,6 +315,14 @@ def _hangs(x: _Input, h: _SegHyp) -> bool:
     return any(seg[-i:] == v[:i] and bool(x.func_all[v[i - 1]]) for i in range(2, min(len(v), len(seg) + 1)))
 
 
+def _stays_open(x, h) -> bool:
+    """Whether ``h``'s segment may not end here, neither with ``$`` nor with the text (``<eos>``,
+    or the length budget spent, :meth:`SegmentDecoder._select`): a proper name owed, a record's
+    segment that has said nothing yet (content rule), or ``hanging`` ("… style of tudor and")."""
+    nothing_said = x.func is not None and h.k > 0 and not h.content and not h.filler
+    return _name_owed(x, h) or nothing_said or x.hanging and h.seg_len < x.L and _hangs(x, h)
+
+
 def _left(x: _Input, h: _SegHyp) -> bool:
     """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
     if x.plan:
@@ -645,11 +653,7 @@ class SegmentDecoder:
             _only_ends(row)
         if not x.read and not self._may_end(x, h):  # read: the checker decides last (_mask_unread)
             row[EOS_ID] = -math.inf
-        if x.hanging and h.seg_len < x.L and _hangs(x, h):  # "… style of tudor and" goes on
-            row[EOSEG_ID] = row[EOS_ID] = -math.inf
-        if name_owed:  # a proper name ends its segment only once said whole
-            row[EOSEG_ID] = row[EOS_ID] = -math.inf
-        if x.func is not None and h.k > 0 and not h.content and not h.filler:  # nothing said yet: no end
+        if _stays_open(x, h):
             row[EOSEG_ID] = row[EOS_ID] = -math.inf
 
     @staticmethod
@@ -776,7 +780,7 @@ class SegmentDecoder:
                 if v == EOS_ID:
                     finished.append(nh)
                 elif len(nh.tokens) >= x.max_len:  # length budget spent: keep it only if it may end
-                    if self._may_end(x, nh) and not _name_owed(x, nh):  # as <eos> would (_mask_structure)
+                    if self._may_end(x, nh) and not _stays_open(x, nh) and not _links(x, nh):  # as <eos> would
                         finished.append(nh)
                 else:
                     new_hyps.append(nh)
