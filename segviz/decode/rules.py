@@ -536,7 +536,7 @@ class ValueRules:
     foreign: bool = False  # no training name (known) that the input does not hold is begun, or ended ("the portland arms": session 28)
     dates: bool = False  # a date begun in its record's segment is written out whole ("13-11-13" of 1874-11-13: session 30)
     second: bool = False  # the segment model's n-best ranked with the PG baseline's log-probability too (segviz.decode.second: session 31)
-    hanging: bool = False  # a record's segment does not end on a function word inside its value ("tudor and": session 40)
+    hanging: bool = False  # a record's segment does not end on a function word inside its value ("tudor and": session 40; +R/+RM without a plan)
     split: bool = False  # a record's segment cut at L may go on after one null segment, not a repeat (training's reading of a longer span: session 40)
     resegment: bool = False  # under r / rm: the unconstrained text, segmented again by the constrained search (its words forced), joins the n-best (session 39)
     codes: bool = False  # names: an unseen code ("978-0-14-303943-3", "09L/27R") is said whole, as an unseen name (session 33)

@@ -266,6 +266,21 @@ def _stated_now(x, h, tokens: list[int], read: list[int]) -> bool:
     )
 
 
+def _goes_past(x, h) -> list[int]:
+    """``rules.begun`` across a boundary: the words that would take the text on with a longer
+    entity of an earlier segment's record past that record's value, when that segment would then
+    have stated nothing (:func:`_stated_now` read again over the longer text): "… Ashgabat |
+    International Airport" may not leave `location | Ashgabat`'s segment "ashgabat" alone."""
+    read, out = _spelt(x, h.tokens), set()
+    for start, end, k in h.segments[:-1]:
+        nxt = {e[j] for e in x.begun.get(k, ()) for j in range(1, len(e))
+               if start <= len(read) - j < end and read[-j:] == list(e[:j])}  # fmt: skip
+        if nxt:
+            seg = replace(h, k=k, segments=[[start, end, k]], loose=_said_own(x, h.tokens[:start], k))
+            out |= {w for w in nxt if not _stated_now(x, seg, h.tokens[:end], _spelt(x, [*h.tokens, w]))}
+    return sorted(out)
+
+
 def _inside_longer(x, k: int, read: list[int]) -> bool:
     """``rules.outside``: whether the last word of ``read`` (tokens as :func:`_spelt` reads them)
     is a word of record ``k``'s value said inside one of its longer entities begun before the
@@ -617,6 +632,8 @@ class SegmentDecoder:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
             self._mask_once(x, h, row)
+            if x.begun:
+                row[_goes_past(x, h)] = -math.inf
             if x.forced is not None:
                 _only_forced(x.forced, len(h.tokens), row)
             self._mask_unread(x, h, row)
