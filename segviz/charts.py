@@ -27,9 +27,18 @@ __all__ = ["attention_frame", "attention_chart", "attention_bar", "max_attention
 # ----- attention ---------------------------------------------------------------------------------
 
 
+RECORD_LABEL_CHARS = 60  # a record's label in the heatmaps' colour scale and tooltips
+
+
+def _record_label(k: int, label: str) -> str:
+    """``"K label"``, cut to ``RECORD_LABEL_CHARS``: every cell of a heatmap holds it, so a long
+    value must not be copied whole into each (a 300-word value took gigabytes, session 41)."""
+    return _short(f"{k} {label}", RECORD_LABEL_CHARS)
+
+
 def attention_frame(result: GenerationResult) -> pd.DataFrame:
     """Long table ``t, i, out, src, record, weight``: one row per (output token, source token)."""
-    rec_label = {k: label for k, label, _ in result.records}
+    rec_label = {k: _record_label(k, label) for k, label, _ in result.records}
     rows = []
     for t, row in enumerate(result.attention[: len(result.tokens)]):
         for i, w in enumerate(row[: len(result.source_tokens)]):
@@ -37,7 +46,7 @@ def attention_frame(result: GenerationResult) -> pd.DataFrame:
             rows.append({
                 "t": t, "i": i, "out": f"{t:02d} {result.tokens[t]}",
                 "src": f"{i:02d} r{k}:{result.source_tokens[i]}", "record": k,
-                "record_label": f"{k} {rec_label.get(k, '')}", "weight": float(w),
+                "record_label": rec_label.get(k, _record_label(k, "")), "weight": float(w),
             })
     return pd.DataFrame(rows, columns=["t", "i", "out", "src", "record", "record_label", "weight"])
 
@@ -50,7 +59,7 @@ def max_attention(results: Sequence[GenerationResult | None]) -> float:
 
 def _record_scale(result: GenerationResult) -> alt.Scale:
     ks = [k for k, _, _ in result.records]
-    return alt.Scale(domain=[f"{k} {label}" for k, label, _ in result.records], range=[record_colour(k) for k in ks])
+    return alt.Scale(domain=[_record_label(k, label) for k, label, _ in result.records], range=[record_colour(k) for k in ks])
 
 
 def _label_expr(labels: Sequence[str]) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 MAX_RECORDS = 20  # E2E has at most 8 slots, WebNLG at most 7 triples; decoding cost grows with K
 MAX_VALUE_CHARS = 200  # longest value in training: E2E 25, WebNLG 166 characters
+MAX_SOURCE_TOKENS = 250  # an input's words; the longest in training: E2E 30, WebNLG 93 (decoding and the heatmaps grow with it)
 MAX_OUTPUT_CHARS = 5_000  # an uploaded output; longest training reference: E2E 351, WebNLG 452 characters
 
 
@@ -64,7 +65,8 @@ class ParsedRecords:
 
 def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
     """Editor rows -> records. Fully blank rows are skipped; raises :class:`RecordError` on a
-    partly blank row, a duplicate attribute / triple, no records, or more than ``MAX_RECORDS``.
+    partly blank row, a duplicate attribute / triple, no records, more than ``MAX_RECORDS``, or more
+    than ``MAX_SOURCE_TOKENS`` words in all.
     Unknown E2E attributes only warn (the model copies what it does not know)."""
     ds = get(dataset)
     cols = list(ds.columns)
@@ -98,6 +100,9 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
         raise RecordError("no records: add at least one row" + ds.empty_hint)
     if len(records) > MAX_RECORDS:
         raise RecordError(f"{len(records)} records given; the app handles at most {MAX_RECORDS} per input")
+    if (words := sum(len(r.tokens) for r in records)) > MAX_SOURCE_TOKENS:
+        raise RecordError(f"the records hold {words:,} words; the app handles at most {MAX_SOURCE_TOKENS} per input "
+                          "(the longest training input has 93): shorten the longest values")  # fmt: skip
     return ParsedRecords(records, warnings)
 
 

@@ -158,8 +158,10 @@ def test_inspector_with_no_usable_checkpoint_shows_errors_not_a_traceback(broken
     [
         ("e2e", json.dumps([[f"attr{i}", "v"] for i in range(60)]), "60 records given"),
         ("webnlg", json.dumps([["Aarhus", "leader"]]), "the link's records must have 3 parts each"),
+        ("e2e", json.dumps([["name", " ".join(["word"] * 2000)], ["food", "Thai"]]),
+         "the records hold 2,003 words; the app handles at most 250"),  # took all 24 GB before (session 41)
     ],
-    ids=["60-records", "malformed-triple"],
+    ids=["60-records", "malformed-triple", "2000-word-value"],
 )
 def test_invalid_deep_link_shows_the_error_and_generates_nothing(env, dataset, records, message):
     at = _run(APP, dataset=dataset, records=records, constraints="r")

@@ -219,6 +219,18 @@ def test_app_warns_about_a_value_longer_than_any_in_training():
     assert parsed.warnings == ["row 1: the value has 2,000 characters; the models were trained on values of at most 200"]
 
 
+def test_an_input_of_more_words_than_the_app_handles_is_refused():
+    """Session 41: one value of 2,000 words made the Playground take all the machine's memory; an
+    input of more than ``MAX_SOURCE_TOKENS`` words (attribute words and value words) is refused."""
+    from segviz import service
+    from segviz.records import RecordError
+
+    row = lambda n: [{"attribute": "name", "value": " ".join(["w"] * n)}]  # noqa: E731  ("name" is one word more)
+    assert len(service.records_from_rows("e2e", row(service.MAX_SOURCE_TOKENS - 1)).records) == 1
+    with pytest.raises(RecordError, match=f"the records hold {service.MAX_SOURCE_TOKENS + 1} words; the app handles at most {service.MAX_SOURCE_TOKENS}"):
+        service.records_from_rows("e2e", row(service.MAX_SOURCE_TOKENS))
+
+
 def test_a_record_written_whole_in_one_cell_is_refused_with_where_its_parts_go():
     """A new user typed "s | p | o" into the subject cell, and an E2E meaning representation into a
     value cell, which had gone through as one value ("[" in the output). Each is refused, naming the

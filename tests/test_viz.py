@@ -158,6 +158,19 @@ def test_attention_frame_and_chart():
     assert bar["mark"]["type"] == "bar"
 
 
+def test_a_long_value_is_not_copied_into_every_heatmap_cell():
+    """Session 41: every cell of the heatmap carried its record's whole label, so a 300-word value
+    took gigabytes; the label is cut to ``RECORD_LABEL_CHARS``, the same in the cells and the colour scale."""
+    from segviz import charts
+
+    res = _result(["x", "serves", "y"], [(0, 1, 1), (1, 3, 2)])
+    res.records = [(1, "name[" + "w " * 300 + "]", ["w"]), (2, "food[Thai]", ["thai"])]
+    df = charts.attention_frame(res)
+    assert df["record_label"].str.len().max() == charts.RECORD_LABEL_CHARS
+    assert set(df["record_label"]) == {charts._record_label(1, res.records[0][1]), "2 food[Thai]"}
+    assert charts._record_scale(res).to_dict()["domain"] == sorted(set(df["record_label"]))
+
+
 def test_curves_frame_and_charts():
     hist = {"e2e-seg": [{"epoch": 1, "train_nll": 2.0, "val_nll": 2.5, "val_exp_seg": 3.0, "val_K": 5.0}],
             "e2e-pg": [{"epoch": 1, "train_nll": 1.5, "val_exp_seg": float("nan")}]}  # fmt: skip
