@@ -59,11 +59,10 @@ overview = ui.plan_overview(dataset, param, beam, seg_key)
 
 
 def _initial_order() -> list[int]:
-    try:
-        plan = [int(x) for x in qp.get("plan", "").split(",") if x.strip()]
-    except ValueError:
-        plan = []
-    return plan if sorted(plan) == list(range(1, K + 1)) else list(overview.plan)
+    plan, problem = service.plan_from_param(qp.get("plan", ""), K)
+    if problem:
+        ss["plan_link_problem"] = problem
+    return plan or list(overview.plan)
 
 
 if ss.get("plan_records") != param:  # new records: start from the model's own plan
@@ -71,6 +70,10 @@ if ss.get("plan_records") != param:  # new records: start from the model's own p
     ss["plan_order"] = _initial_order()
     ss["plan_sortable_version"] = ss.get("plan_sortable_version", 0) + 1
     ss.pop("plan_outputs", None)
+
+
+if problem := ss.pop("plan_link_problem", None):
+    ui.warning(f"{problem}: starting from the model's own plan.")
 
 
 def _use_plan(plan: list[int]) -> None:

@@ -25,6 +25,7 @@ from segviz.annotate import (
     AnnotationError,
     Store,
     agreement,
+    auto_rows,
     default_url,
     display_url,
     export_csv,
@@ -381,7 +382,7 @@ def results_section(store: Store, campaign: dict) -> None:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in ag["alpha"].items()))
     if ag["auto"]:
         st.markdown("**Automatic checker vs. human majority**")
-        st.dataframe(pd.DataFrame([{"flag": f, **v} for f, v in ag["auto"].items()]), hide_index=True,
+        st.dataframe(pd.DataFrame(auto_rows(ag)), hide_index=True,
                      key="ann_auto_table")
     c1, c2 = st.columns(2)
     c1.download_button("Export CSV", export_csv(store, campaign["id"]), file_name=f"{campaign['name']}.csv",

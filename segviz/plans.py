@@ -42,6 +42,21 @@ def plan_of(result: decode.GenerationResult | None, K: int | None = None) -> lis
     return order + [k for k in range(1, (K or 0) + 1) if k not in order]
 
 
+def plan_from_param(text: str, K: int) -> tuple[list[int] | None, str | None]:
+    """The URL's ``?plan=3,1,2`` for ``K`` records: ``(plan, None)``, ``(None, None)`` when there is
+    none, or ``(None, why)`` when it is not an order of records 1..K (the page then starts from
+    the model's own plan and says why)."""
+    if not text.strip():
+        return None, None
+    try:
+        plan = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        return None, f"the link's plan {text!r} is not a list of record numbers"
+    if sorted(plan) != list(range(1, K + 1)):
+        return None, f"the link's plan {text!r} does not name each of the records 1 to {K} once"
+    return plan, None
+
+
 def log_prob_per_token(result: decode.GenerationResult) -> float:
     """The decoder's log-probability of an output divided by its length (how beams are ranked)."""
     return float(result.scores.get("log_prob", float("nan"))) / max(int(result.scores.get("length", 1)), 1)

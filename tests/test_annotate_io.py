@@ -15,6 +15,7 @@ from segviz.annotate import (
     AnnotationError,
     Store,
     agreement,
+    auto_rows,
     cohen_kappa,
     export_csv,
     export_jsonl,
@@ -129,6 +130,9 @@ def test_agreement_hand_computed(store: Store) -> None:
     assert krippendorff_alpha([[1, 1, 0, 0], [1, 0, 0, 0]], "nominal") == pytest.approx(8 / 15)
     assert cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(1 / 2)
     assert math.isnan(cohen_kappa([1, 1], [1, 1]))
+    rows = {r["flag"]: r for r in auto_rows(ag)}  # session 41: an undefined kappa read "None" on the page
+    assert rows["wrong"]["accuracy"] == "0.750" and rows["wrong"]["kappa"] == "0.500" and rows["wrong"]["tp"] == 1
+    assert math.isnan(ag["auto"]["repeated"]["kappa"]) and rows["repeated"]["kappa"] == "n/a"
 
 
 def _strip_ids(rows: list[dict], *keys: str) -> list[dict]:

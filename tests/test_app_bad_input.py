@@ -92,6 +92,18 @@ def test_plan_editor_bad_link_is_dropped_from_the_url(env):
     assert "records" not in at.query_params
 
 
+@pytest.mark.parametrize(("plan", "says"), [("3,3,1", "does not name each of the records 1 to 3 once"),
+                                             ("9,1,2", "does not name each"), ("abc", "is not a list of record numbers")])
+def test_plan_editor_says_why_a_links_plan_is_not_used(env, plan, says):
+    """Session 41 (a new user's trial): a bad ``?plan=`` was dropped without a word."""
+    records = json.dumps([["name", "Aromi"], ["food", "Thai"], ["area", "riverside"]])
+    at = _run(PLAN, dataset="e2e", records=records, plan=plan)
+    assert not at.exception and len(at.warning) >= 1
+    assert any(says in html.unescape(w.value) and w.value.endswith("starting from the model&#39;s own plan.") for w in at.warning), [w.value for w in at.warning]
+    good = _run(PLAN, dataset="e2e", records=records, plan="3,1,2")
+    assert not [w for w in good.warning if "the link's plan" in html.unescape(w.value)]
+
+
 def test_markup_in_an_uploaded_file_is_literal_in_the_error(env):
     at = _run(INSPECTOR)
     at.radio(key="insp_source").set_value("upload").run()

@@ -37,6 +37,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "results_table",
     "agreement",
+    "auto_rows",
     "krippendorff_alpha",
     "cohen_kappa",
     "majority",
@@ -179,3 +180,10 @@ def agreement(store: Store, campaign: str | int) -> dict:
                           "fn": pairs.count((False, True)), "tn": pairs.count((False, False))}
     return {"annotators": len(raters), "items_multi": sum(len(by_item[it["id"]]) >= 2 for it in done),
             "alpha": alpha, "auto": auto}
+
+
+def auto_rows(ag: dict) -> list[dict]:
+    """The checker-vs-human table of :func:`agreement` (``ag["auto"]``) as rows to show: accuracy
+    and kappa written to 3 decimals, "n/a" where undefined (kappa when no item has the flag)."""
+    fmt = lambda v: "n/a" if v is None or isinstance(v, float) and math.isnan(v) else f"{v:.3f}"  # noqa: E731
+    return [{"flag": f, **v, "accuracy": fmt(v["accuracy"]), "kappa": fmt(v["kappa"])} for f, v in ag["auto"].items()]
