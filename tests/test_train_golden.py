@@ -43,14 +43,20 @@ def _run(tmp: Path, model: str) -> dict:
     return {"history": rows, "weights": _weights(tmp / model)}
 
 
-def _close(a, b) -> bool:
+def _close(a, b, rel: float = 1e-5) -> bool:
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_close(a[k], b[k], rel) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_close(x, y, rel) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and a != a:
         return b != b
-    return a == pytest.approx(b, rel=1e-5, abs=1e-7)
+    return a == pytest.approx(b, rel=rel, abs=1e-7)
+
+
+# A tensor's sum cancels, so float32 kernels of another CPU move it more than the losses: an Intel
+# Xeon gives encoder.rnn.weight_hh_l0's sum 1.2e-5 (relative) off the AMD EPYC that wrote the
+# golden file, with every loss equal to 1e-8. A changed update moves the sums by far more.
+WEIGHTS_REL = 1e-4
 
 
 @pytest.mark.skipif(not data_available(), reason="needs ../shared/data (set SEGVIZ_DATA)")
@@ -62,7 +68,7 @@ def test_fit_gives_the_recorded_losses_and_weights(tmp_path: Path, model: str) -
     assert [len(e["val_curve"]) for e in got["history"]] == [1, 1, 1]  # 3 steps per epoch, every 2nd validated
     for g, w in zip(got["history"], want["history"], strict=True):
         assert _close(g, w), (g, w)
-    assert _close(got["weights"], want["weights"])
+    assert _close(got["weights"], want["weights"], WEIGHTS_REL)
 
 
 if __name__ == "__main__":
