@@ -45,10 +45,13 @@ if ss.get("playground_saved"):
     kept[ss["playground_saved"][0]] = ss["playground_saved"][2]
 if ss.get("playground_rows_dataset") != dataset:
     first_load = "playground_rows_dataset" not in ss
-    rows = kept.get(dataset) or service.rows_from_records(dataset, next(iter(examples_for(dataset).values())))
+    first_example = next(iter(examples_for(dataset)))  # what the table holds until edited: the box names it
+    rows = kept.get(dataset) or service.rows_from_records(dataset, examples_for(dataset)[first_example])
+    example = "—" if dataset in kept else first_example
     if first_load and qp.get("records"):
         try:
             rows = service.rows_from_records(dataset, service.records_from_param(dataset, qp["records"]))
+            example = "—"  # the link's own records
         except RecordError as e:  # say why, generate nothing, and drop the bad records from the URL
             ss["playground_link_error"] = f"The link's records could not be read, so nothing was generated: {e}"
             qp.pop("records", None)
@@ -56,7 +59,8 @@ if ss.get("playground_rows_dataset") != dataset:
         for name in ("records", "constraints", "beam", "guided"):
             qp.pop(name, None)
         ss.pop("playground_request", None)
-        ss["playground_example"] = ss.get("playground_kept_example", {}).get(dataset, "—")  # its own box, not "—"
+        example = ss.get("playground_kept_example", {}).get(dataset, example)  # its own box, not "—"
+    ss["playground_example"] = example
     _set_rows(rows)
     ss["playground_rows_dataset"] = dataset
 if ss.get("playground_link_error") and "playground_request" not in ss:  # until something is generated

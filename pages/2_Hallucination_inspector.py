@@ -93,7 +93,7 @@ def _open_row() -> None:
 
 ss["insp_rows"] = rows
 st.dataframe(
-    pd.DataFrame(rows, columns=["case", "system", "kind", "record", "text"]), hide_index=True, width="stretch",
+    pd.DataFrame(service.numbered_rows(rows), columns=["case", "system", "kind", "record", "text"]), hide_index=True, width="stretch",
     key="insp_table", on_select=_open_row, selection_mode="single-row",
 )
 with st.expander("Flags per attribute and system"):
@@ -106,10 +106,10 @@ flagged_ids = sorted({r["case"] for r in rows}) or [c.index for c in cases]
 if ss.get("insp_case") not in flagged_ids:
     ss["insp_case"] = flagged_ids[0]
 case_id = st.selectbox("Open case", flagged_ids, key="insp_case",
-                       format_func=lambda i: f"{i}: {service.case_label(cases[i], with_key=True)}")
+                       format_func=lambda i: f"{cases[i].number}: {service.case_label(cases[i], with_key=True)}")
 case = cases[case_id]
 
-st.subheader(f"Case {case.index}: {viz.esc(case.key)}")
+st.subheader(f"Case {case.number}: {viz.esc(case.key)}")
 st.markdown(" · ".join(f"**{k}** {viz.esc(r.label)}" for k, r in enumerate(case.records, start=1)), unsafe_allow_html=True)
 
 

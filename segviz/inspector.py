@@ -69,10 +69,15 @@ def align_text(dataset: str, records: list[Record], text: str, seg: Checkpoint |
 class Case:
     """One input of a batch run and every system's output for it."""
 
-    index: int
+    index: int  # 0-based position in the run (``flagged_rows``' "case")
     key: str
     records: list[Record]
     views: dict[str, SystemView]
+
+    @property
+    def number(self) -> int:
+        """The case as the app names it, counted from 1 like the lines of an uploaded file."""
+        return self.index + 1
 
 
 def run_systems(
@@ -278,6 +283,11 @@ def flagged_rows(cases: Sequence[Case]) -> list[dict]:
                     }
                 )
     return rows
+
+
+def numbered_rows(rows: Sequence[dict]) -> list[dict]:
+    """``flagged_rows`` as the app shows them: each "case" counted from 1 (:attr:`Case.number`)."""
+    return [{**r, "case": r["case"] + 1} for r in rows]
 
 
 @dataclass

@@ -197,4 +197,4 @@ def test_inspector_cases_are_named_by_the_line_of_the_file(env):
     at.file_uploader(key="insp_upload").set_value(("out.tsv", data, "text/plain")).run()
     assert not at.exception
     options = at.selectbox(key="insp_case").options
-    assert options[0] == "0: line 3 — name[Blue Café] · food[Thai]"  # the header and the blank line count, as in the error messages
+    assert options[0] == "1: line 3 — name[Blue Café] · food[Thai]"  # cases count from 1; the header and the blank line count, as in the error messages

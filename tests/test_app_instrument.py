@@ -263,7 +263,7 @@ def test_inspector_seeded_stratified_sample_filter_and_counts(env):
     table = at.dataframe[0].value
     assert list(table["record"]) == [r["record"] for r in rows]
     # the case picker shows the records, not only an id
-    assert at.selectbox(key="insp_case").format_func(0) == f"0: {cases[0].key} — {service.case_label(cases[0])}"
+    assert at.selectbox(key="insp_case").format_func(0) == f"1: {cases[0].key} — {service.case_label(cases[0])}"
     counts = next(d.value for d in at.dataframe if "attribute" in d.value.columns)
     assert counts.to_dict("records") == service.attribute_counts(rows, service.flag_kinds("e2e"))
     if rows:

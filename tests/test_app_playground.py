@@ -118,6 +118,19 @@ def test_checker_guided_option_reaches_the_url_and_the_caption(env):
     assert at.query_params["guided"] == "0" and at.session_state["playground_request"][4] is False
 
 
+def test_example_picker_names_the_example_the_table_holds(env):
+    at = _app()  # first load: the table holds the first bundled example, and the box names it
+    first = next(iter(EXAMPLES["e2e"]))
+    assert at.selectbox(key="playground_example").value == first
+    assert at.session_state["playground_rows"] == service.rows_from_records("e2e", EXAMPLES["e2e"][first])
+    at.radio(key="sidebar_dataset").set_value("webnlg").run()  # a dataset not shown before: its first example
+    assert not at.exception and at.selectbox(key="playground_example").value == next(iter(EXAMPLES["webnlg"]))
+    link = AppTest.from_file(APP, default_timeout=120)  # a link's own records are no bundled example
+    link.query_params["records"] = service.records_to_param([Record("name", "Zizzi"), Record("food", "Thai")])
+    link.run()
+    assert not link.exception and link.selectbox(key="playground_example").value == "—"
+
+
 def test_example_picker_loads_rows(env):
     at = _app()
     at.selectbox(key="playground_example").set_value("Blue Heron Café (6 slots)").run()

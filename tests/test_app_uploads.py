@@ -72,7 +72,7 @@ def test_inspector_checks_an_uploaded_webnlg_file(env):
     at = _upload(f"{' ; '.join(BEAN)}\tAlan Bean was a test pilot.\n".encode())
     table = at.dataframe[0].value  # the checker: nationality is not said
     assert list(zip(table["kind"], table["record"], strict=True)) == [("missing", ENTRIES[0][0].label)]
-    assert table["case"].tolist() == [0]
+    assert table["case"].tolist() == [1]  # counted from 1, as the app names cases
     texts = [m.value for m in at.markdown if "segviz-text" in m.value]
     assert len(texts) == 1 and ">Alan<" in texts[0] and ">Bean<" in texts[0]  # its own case, aligned
     assert any("forced alignment" in c.value for c in at.caption)
