@@ -61,7 +61,7 @@ from segviz.decode import (
     parse_value_rules,
 )
 from segviz.model import SegmentModel
-from segviz.records import HALVES, Record, detokenize, entity_text, half_of, relation_words
+from segviz.records import HALVES, Record, detokenize, entity_text, half_of, relation_words, unheld_figures
 from segviz.stress_tables import _FAITH_KEYS, FORCED_MIN_K, render, summarise
 from segviz.stress_tables import LABELS as LABELS  # re-exported: the aggregation and tables live there
 from segviz.stress_tables import aggregate as aggregate
@@ -145,7 +145,8 @@ def score(dataset: str, records: list[Record], result: GenerationResult, system:
         seg = faithfulness.segment_totals(
             faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
         )
-    return {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used}
+    unheld = len(unheld_figures(records, result.text))  # numbers the input does not hold (the checker reads none)
+    return {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used, "unheld": unheld}
 
 
 def run_long(dataset: str, systems: Systems, items: list[DevItem], tick: Callable[[], None]) -> list[dict]:

@@ -51,6 +51,7 @@ def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
         "ser": errors / faith["total_records"] if faith["total_records"] else 0.0,
         "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
         "fallbacks": sum(r["fallback"] for r in rows),
+        "unheld": sum(r["unheld"] > 0 for r in rows) / len(rows) if rows and all("unheld" in r for r in rows) else None,
         "stutter": sum(stutters(r["text"], items[r["item"]].records if items else ()) for r in rows) / len(rows)
         if rows else 0.0,
     }
@@ -221,6 +222,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
         "missing",
         "repeated",
         "faithful segments",
+        "invented numbers",
         "fallbacks",
     ]
 
@@ -232,6 +234,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
             _pct(a["ser"]),
             *counts,
             _pct(a["faithful_share"]),
+            _pct(a.get("unheld")),
             str(a["fallbacks"]),
         ]
 
@@ -250,6 +253,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
         "SER (real values)",
         "ratio",
         "faithful segments",
+        "invented numbers",
         *(["stutters"] if stutter else []),
     ]
 
@@ -263,6 +267,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
             _pct(a["ser_real"]),
             "n/a" if ratio is None else f"{ratio:.2f}x",
             _pct(a["faithful_share"]),
+            _pct(a.get("unheld")),
             *([_pct(a["stutter"])] if stutter else []),
         ]
 

@@ -121,6 +121,21 @@ def test_aggregate_on_hand_made_rows():
     a = stress.aggregate(rows)
     assert a["ser"] == pytest.approx(4 / 10) and a["faithful_share"] == pytest.approx(4 / 8)
     assert (a["verbatim_name"], a["verbatim_near"], a["verbatim_all"], a["fallbacks"]) == (1.0, 0.0, 0.5, 1)
+    assert a["unheld"] is None  # rows of a run before session 42 say nothing of invented numbers
+    a = stress.aggregate([{**rows[0], "unheld": 2}, {**rows[1], "unheld": 0}])
+    assert a["unheld"] == pytest.approx(0.5)  # the share of outputs with a number the input does not hold
+
+
+def test_score_counts_the_numbers_the_input_does_not_hold():
+    from segviz.records import Record
+    from segviz.result import GenerationResult
+
+    recs = [Record("elevationAboveTheSeaLevel_(in_metres)", "213.0", "Fenwick_Regional_Airport")]
+    text = "Fenwick Regional Airport is 213 metres above sea level. It is located 911 metres above the sea level."
+    res = lambda t: GenerationResult("pg", [], t.lower().split(), t, [], [], [], [])  # noqa: E731
+    assert stress.score("webnlg", recs, res(text), "pg")["unheld"] == 1
+    row = stress.score("webnlg", recs, res(text[:55]), "pg")
+    assert row["unheld"] == 0 and "invented numbers" in stress.forced_table({"pg": stress.aggregate([row])})
 
 
 def test_summary_and_tables(e2e_run):

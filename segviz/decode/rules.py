@@ -30,6 +30,7 @@ from segviz.records import (  # noqa: F401
     detokenize,
     doubled_words,
     entity_text,
+    held_figures,
     is_function_word,
     number_words,
     strip_accents,
@@ -530,6 +531,7 @@ class ValueRules:
     months: bool = False  # a month no date of the input holds is never said ("october" of 1827-11-26: session 21)
     doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
+    unheld: bool = False  # no word with a digit that no figure of the input holds ("911 metres" of 213.0: session 42)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
     spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
@@ -588,7 +590,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -662,7 +664,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     that no date of the input holds (:func:`_month_ids`); ``doubles`` bans the word just said
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
-    (:func:`number_room`, :func:`numbers_spent`); ``read`` (under r / rm; ``e2e-seg``'s
+    (:func:`number_room`, :func:`numbers_spent`); ``unheld`` never says a word with a digit that
+    no figure of the input holds in any form the references write it (:func:`_unheld_ids`); ``read`` (under r / rm; ``e2e-seg``'s
     rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
@@ -721,6 +724,18 @@ def _absent_ids(
     held = set().union(*(features(r) for r in records))
     words = {t.lower() for r in records for t in r.tokens}
     return _ids(vocab, oov, {w for w, fs in rules.lexicon.items() if not fs & held} - words)
+
+
+def _unheld_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
+    """Ids of the words with a digit that no figure of the input holds, banned under
+    ``rules.unheld`` (:func:`segviz.records.held_figures`: its own numbers, without a zero fraction
+    or with thousands commas, a date's figures written out): a model that has read many airports
+    says an elevation the input does not give ("… 213.0 metres above sea level. It is located 911
+    metres above the sea level"). A copied word of the input (``oov``) is held."""
+    if not rules or not rules.unheld:
+        return []
+    held = held_figures(records)
+    return [i for i, w in enumerate(vocab.itos) if w not in held and any(c.isdigit() for c in w)]
 
 
 _MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)

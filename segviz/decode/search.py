@@ -50,6 +50,7 @@ from segviz.decode.rules import (
     _said_once,
     _says_mask,
     _subject_phrases,
+    _unheld_ids,
     _value_forms,
     _value_ids,
     _values_mask,
@@ -539,6 +540,7 @@ class SegmentDecoder:
         ban = _banned(n_ext)
         ban[EOSEG_ID] = False  # "$" is an action here
         ban[_absent_ids(vocab, oov, records, rules, planned)] = True
+        ban[_unheld_ids(vocab, oov, records, rules)] = True
         if content_rule is None:
             content_rule = level.counts_realised or planned
         if mentions is None:
