@@ -71,7 +71,7 @@ if not cases:
     st.info("Run the models or upload a file to see flagged cases.")
     st.stop()
 
-rows = service.flagged_rows(cases)
+rows = service.flagged_rows(cases, dataset)
 c1, c2 = st.columns(2)
 offered = service.flag_kinds(dataset)
 kinds = c1.multiselect("Kinds", offered, default=offered, key=f"insp_kinds_{dataset}")

@@ -16,18 +16,22 @@ from segviz import decode
 from segviz.checkpoint import Checkpoint
 from segviz.datasets import DATASETS, get
 from segviz.formats import csv_rows
-from segviz.records import Record, RecordError, tokenize
+from segviz.records import Record, RecordError, tokenize, unheld_figures
 from segviz.rows import MAX_RECORDS, output_problem
 from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
 
-FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation")  # the last: a lexicon's guess (WebNLG)
+FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation", "invented number")
+_BESIDE = ("other relation", "invented number")  # not the checker's: a lexicon's guess (WebNLG), a word check
 
 
 def flag_kinds(dataset: str) -> list[str]:
-    """The flag kinds ``dataset`` can raise: its checker's measured counts, and "other relation"
-    where its segment model learns relation words (:attr:`segviz.datasets.Dataset.relation_words`)."""
+    """The flag kinds ``dataset`` can raise: its checker's measured counts, "other relation"
+    where its segment model learns relation words (:attr:`segviz.datasets.Dataset.relation_words`),
+    and "invented number" where its checker reads no fact the input does not hold (WebNLG: E2E's
+    reads "3 out of 5" as an average rating, so a number there is the checker's to judge)."""
     ds = get(dataset)
-    return [k for k in FLAG_KINDS if k not in ds.not_measured and (k != "other relation" or ds.relation_words)]
+    beside = {"other relation": bool(ds.relation_words), "invented number": "hallucinated" in ds.not_measured}
+    return [k for k in FLAG_KINDS if k not in ds.not_measured and beside.get(k, True)]
 
 
 _FLAG_WORDS = {  # how the inspector's intro names each kind
@@ -37,15 +41,17 @@ _FLAG_WORDS = {  # how the inspector's intro names each kind
     "hallucinated": "a fact not in the input",
     "other relation": "\"other relation\": a record said with words that, in training, only other relations' "
                       "segments say (the segment model's relation words, a guess beside the checker)",
+    "invented number": "\"invented number\": a number that no figure of the input holds in any form "
+                       "(\"911\" of an airport 213.0 metres high; records.unheld_figures)",
 }
 
 
 def flag_intro(dataset: str) -> str:
     """The inspector's intro: the flags ``dataset`` can raise (:func:`flag_kinds`) in words."""
     kinds = flag_kinds(dataset)
-    checker = [_FLAG_WORDS[k] for k in kinds if k != "other relation"]
+    checker = [_FLAG_WORDS[k] for k in kinds if k not in _BESIDE]
     text = "Flags from the automatic checker: " + ", ".join(checker[:-1]) + (" or " if len(checker) > 1 else "") + checker[-1]
-    text += ("; and " + _FLAG_WORDS["other relation"] if "other relation" in kinds else "") + "."
+    text += "".join("; and " + _FLAG_WORDS[k] for k in _BESIDE if k in kinds) + "."
     return " ".join(filter(None, (text, get(dataset).checker_note)))  # what "realised" does not tell
 
 
@@ -258,11 +264,13 @@ def cases_from_outputs(
     return cases
 
 
-def flagged_rows(cases: Sequence[Case]) -> list[dict]:
+def flagged_rows(cases: Sequence[Case], dataset: str | None = None) -> list[dict]:
     """One row per flag of any system in any case: wrong / repeated / missing / hallucinated (the
-    checker), and "other relation" for a record said with another relation's words (the segment
-    model's relation words, :func:`segviz.rerank.misplaced_relations`)."""
-    rows = []
+    checker), "other relation" for a record said with another relation's words (the segment
+    model's relation words, :func:`segviz.rerank.misplaced_relations`), and "invented number" for
+    each number no figure of the input holds (:func:`segviz.records.unheld_figures`), where
+    ``dataset`` raises it (:func:`flag_kinds`)."""
+    rows, numbers = [], dataset is not None and "invented number" in flag_kinds(dataset)
     for case in cases:
         for view in case.views.values():
             if view.report is None:
@@ -270,6 +278,7 @@ def flagged_rows(cases: Sequence[Case]) -> list[dict]:
             flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
             flags += [("hallucinated", h, None) for h in view.report.hallucinated]
             flags += [("other relation", case.records[k - 1].label, k) for k in view.misplaced]
+            flags += [("invented number", w, None) for w in unheld_figures(case.records, view.result.text) if numbers]
             for kind, record, k in flags:
                 rows.append(
                     {
@@ -300,10 +309,21 @@ class FlagLocation:
     note: str
 
 
+def _number_location(view: SystemView, word: str) -> FlagLocation:
+    """An invented number's place: the segment that says it first, framed."""
+    tokens = view.result.tokens if view.result else []
+    t = tokens.index(word) if word in tokens else None
+    span = next(((v.start, v.end) for v in view.segment_verdicts if t is not None and v.start <= t < v.end), None)
+    if span is None:
+        return FlagLocation(None, None, f"invented number {word}: no input figure holds it")
+    return FlagLocation(None, span, f"invented number {word}: framed, the segment that says it (no input figure holds it)")
+
+
 def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -> FlagLocation:
     """Locate a flag of :func:`flagged_rows` in ``view``'s text through its segments: wrong /
     repeated / missing record ``k`` -> the segments aligned to ``k`` (underlined); hallucinated ->
-    the first segment that states a value absent from the input (framed)."""
+    the first segment that states a value absent from the input (framed); invented number -> the
+    segment that says it (framed)."""
     segs = [(v.start, v.end) for v in view.segment_verdicts if k is not None and v.record == k]
     if kind == "hallucinated":
         absent = [v for v in view.segment_verdicts if v.absent]
@@ -312,6 +332,8 @@ def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -
             return FlagLocation(None, (v.start, v.end), f"hallucinated {label}: framed, the segment that states "
                                 f"{', '.join(repr(a) for a in v.absent)}")
         return FlagLocation(None, None, f"hallucinated {label}: no single segment states it (the text as a whole does)")
+    if kind == "invented number":
+        return _number_location(view, label)
     if kind == "other relation":
         said = ", ".join(f'"{w}"' for w in view.misplaced.get(k, []))
         return FlagLocation(k, segs[0] if len(segs) == 1 else None,

@@ -203,14 +203,39 @@ def test_other_relation_flags_from_the_segment_model_s_relation_words(tiny):
     assert service.misplaced_note(plain[0].views["upload"]) is None
 
 
+def test_invented_number_flags_a_number_no_figure_of_the_input_holds(tiny):
+    """WebNLG's checker reads no fact the input does not hold: a number none of its figures holds
+    ("911" of an airport 213.0 metres high) is an "invented number" flag, framed in the segment
+    that says it; the input's own figure in another form ("213") is not; without a dataset (as
+    before session 42) no such flag."""
+    from segviz.records import parse_webnlg_triples
+
+    seg = load(tiny / "webnlg-seg")
+    records = parse_webnlg_triples(["Fenwick_Airport | elevationAboveTheSeaLevel_(in_metres) | 213.0"])
+    text = "Fenwick Airport is 213 metres above sea level. It is located 911 metres above the sea level."
+    case = service.cases_from_outputs("webnlg", [(records, text)], seg, system="upload")[0]
+    rows = [r for r in service.flagged_rows([case], "webnlg") if r["kind"] == "invented number"]
+    assert [(r["record"], r["k"]) for r in rows] == [("911", None)]
+    where = service.flag_location(case.views["upload"], "invented number", None, "911")
+    view = case.views["upload"]
+    t = view.result.tokens.index("911")
+    assert where.record is None and where.span is not None and where.span[0] <= t < where.span[1]
+    assert "invented number 911: framed" in where.note
+    assert not any(r["kind"] == "invented number" for r in service.flagged_rows([case]))
+    e2e = service.cases_from_outputs("e2e", [([Record("name", "Blue Café")], "Blue Café is rated 3 out of 5.")], load(tiny / "e2e-seg"), system="upload")
+    assert not any(r["kind"] == "invented number" for r in service.flagged_rows(e2e, "e2e"))  # the checker's to judge
+
+
 def test_flag_kinds_are_those_the_dataset_can_raise():
-    """The inspector offers E2E no "other relation" (its lexicon has no relation words) and WebNLG
-    no "wrong" / "hallucinated" (its checker does not measure them)."""
+    """The inspector offers E2E no "other relation" (its lexicon has no relation words) nor
+    "invented number" (its checker reads hallucinated slots), and WebNLG no "wrong" /
+    "hallucinated" (its checker does not measure them)."""
     assert service.flag_kinds("e2e") == ["wrong", "repeated", "missing", "hallucinated"]
-    assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation"]
+    assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation", "invented number"]
     e2e, webnlg = service.flag_intro("e2e"), service.flag_intro("webnlg")  # the inspector's intro names them
     assert "stated wrongly" in e2e and "not in the input" in e2e and "other relation" not in e2e
     assert "stated wrongly" not in webnlg and "not in the input" not in webnlg and "other relation" in webnlg
+    assert "invented number" in webnlg and "invented number" not in e2e
     assert "does not check whom the text says it of" in webnlg and "whom" not in e2e  # session 25
 
 
@@ -272,7 +297,7 @@ def test_attribute_counts_and_case_label():
             {"record": "familyFriendly", "system": "ours", "kind": "hallucinated"},
             {"record": "A | country | B", "system": "ours", "kind": "missing"}]  # fmt: skip
     counts = service.attribute_counts(rows)
-    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0} in counts
+    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0, "invented number": 0} in counts
     assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
     assert "other relation" not in service.attribute_counts(rows[:2], service.flag_kinds("e2e"))[0]  # a WebNLG kind
     case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})
