@@ -22,7 +22,7 @@ def _webnlg(*triples: tuple[str, str, str]) -> list[Record]:
     return [Record(attribute=p, value=o, subject=s) for s, p, o in triples]
 
 
-# name -> records, per dataset (invented venues; WebNLG facts from public knowledge)
+# name -> records, per dataset (invented venues; WebNLG facts from public knowledge, and one invented airport)
 EXAMPLES: dict[str, dict[str, list[Record]]] = {
     "e2e": {
         "The Golden Lantern (4 slots)": _e2e(
@@ -60,6 +60,13 @@ EXAMPLES: dict[str, dict[str, list[Record]]] = {
             ("Aarhus_Airport", "cityServed", "Aarhus"),
             ("Aarhus_Airport", "runwayLength", "2776.0"),
         ),
+        "Fenwick Regional Airport (5 triples, invented)": _webnlg(
+            ("Fenwick_Regional_Airport", "cityServed", "Fenwick,_Ohio"),
+            ("Fenwick_Regional_Airport", "elevationAboveTheSeaLevel_(in_metres)", "213.0"),
+            ("Fenwick_Regional_Airport", "runwayLength", "1850.0"),
+            ("Fenwick_Regional_Airport", "operatingOrganisation", "Fenwick_Aviation_Authority"),
+            ("Fenwick,_Ohio", "country", "United_States"),
+        ),
         "Ajoblanco (4 triples)": _webnlg(
             ("Ajoblanco", "country", "Spain"),
             ("Ajoblanco", "mainIngredients", "Bread, almonds, garlic, water, olive oil"),
@@ -80,6 +87,8 @@ REFERENCES: dict[str, str] = {
     "Mill Street Diner (3 slots)": "Mill Street Diner serves cheap English food.",
     "Alan Bean (3 triples)": "Alan Bean is a United States test pilot who was a crew member of Apollo 12.",
     "Aarhus Airport (2 triples)": "Aarhus Airport serves the city of Aarhus and has a runway length of 2776.0.",
+    "Fenwick Regional Airport (5 triples, invented)": "Fenwick Regional Airport serves Fenwick, Ohio, in the United States. "
+    "It is 213.0 metres above sea level, has a runway length of 1850.0 and is operated by the Fenwick Aviation Authority.",
     "Ajoblanco (4 triples)": "Ajoblanco is from the Andalusia region of Spain, where Felipe VI of Spain is the leader. "
     "Its main ingredients are bread, almonds, garlic, water, olive oil.",
 }

@@ -977,3 +977,36 @@ def test_the_fallback_warning_names_what_was_dropped(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "constraints 'rm' (plan None) could not be met; falling back to unconstrained decoding"
     ]
+
+
+FENWICK = [(r.subject, r.attribute, r.value) for r in EXAMPLES["webnlg"]["Fenwick Regional Airport (5 triples, invented)"]]
+
+
+def test_held_figures_read_a_number_as_the_references_write_it():
+    from segviz.records import Record, held_figures, unheld_figures
+
+    recs = [Record("runwayLength", "3992.88", "A"), Record("elevation", "213.0", "A"),
+            Record("birthDate", "1874-11-13", "B"), Record("3rd_runway_LengthFeet", "7202", "C")]  # fmt: skip
+    held = held_figures(recs)
+    assert {"3992.88", "3,992.88", "213.0", "213", "13", "1874", "7,202", "7202", "3"} <= held
+    assert "3992" not in held and "88" not in held  # a fraction that is not zero stays
+    text = "It is 213 metres high, 911 metres above the sea, born on 13th November 1874, 7,202 feet, 3,992.88 m."
+    assert unheld_figures(recs, text) == ["911"]
+    assert unheld_figures(recs, "No figure at all.") == []
+
+
+def test_unheld_bans_a_number_no_figure_of_the_input_holds():
+    """The shipped webnlg-seg under +RM, on an invented airport: without ``unheld`` the text says
+    the elevation twice, once as a number the input does not give ("… 213.0 metres above sea
+    level. It is located 911 metres above the sea level"); with it (its shipped rules) it says no
+    such number, and every record is still stated."""
+    from segviz.records import unheld_figures
+
+    ck, recs, gen = _shipped_webnlg_rm(FENWICK)
+    shipped = ck.default_rules
+    plain, unheld = gen(shipped + "-unheld"), gen(shipped)
+    assert unheld_figures(recs, plain.text) == ["911"]
+    assert unheld_figures(recs, unheld.text) == []
+    assert faithfulness.check("webnlg", recs, unheld.text).errors == 0
+    assert "213" in unheld.text and "1850.0" in unheld.text
+    assert ck.rules().unheld and not ck.rules(shipped + "-unheld").unheld  # in its rules since session 42
