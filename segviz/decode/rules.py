@@ -12,6 +12,7 @@ import functools
 import math
 import re
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
@@ -37,16 +38,25 @@ from segviz.records import (  # noqa: F401
     tokenize,
 )
 
-_VOCAB_FUNCTION_MASKS: dict[int, tuple[weakref.ref, torch.Tensor]] = {}  # id(vocab) -> (vocab, mask)
+_PER_VOCAB: dict[int, tuple[weakref.ref, dict]] = {}  # id(vocab) -> (vocab, {what: value})
+
+
+def _per_vocab(vocab: Vocab, what: str, make: Callable[[Vocab], object]):
+    """``make(vocab)``, computed once per vocabulary object (not once per input) and kept as long
+    as the vocabulary lives."""
+    ref, store = _PER_VOCAB.get(id(vocab), (None, None))
+    if ref is None or ref() is not vocab:
+        store = {}
+        _PER_VOCAB[id(vocab)] = (weakref.ref(vocab), store)
+    if what not in store:
+        store[what] = make(vocab)
+    return store[what]
 
 
 def _function_mask(vocab: Vocab, oov: list[str]) -> torch.Tensor:
     """(n_ext,) bool: ids whose word cannot by itself realise a record (the vocabulary's part is
     computed once per vocabulary object, not once per input)."""
-    ref, mask = _VOCAB_FUNCTION_MASKS.get(id(vocab), (None, None))
-    if ref is None or ref() is not vocab:
-        mask = torch.tensor([is_function_word(w) for w in vocab.itos])
-        _VOCAB_FUNCTION_MASKS[id(vocab)] = (weakref.ref(vocab), mask)
+    mask = _per_vocab(vocab, "function", lambda v: torch.tensor([is_function_word(w) for w in v.itos]))
     return torch.cat([mask, torch.tensor([is_function_word(w) for w in oov], dtype=torch.bool)])
 
 
@@ -665,8 +675,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     unless a subject or value of the input says it twice in a row (:func:`doubled_ok`,
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
     (:func:`number_room`, :func:`numbers_spent`); ``unheld`` never says a word with a digit that
-    no figure of the input holds in any form the references write it (:func:`_unheld_ids`); ``read`` (under r / rm; ``e2e-seg``'s
-    rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
+    no figure of the input holds in any form the references write it (:func:`_unheld_ids`);
+    ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
     text may end only once it reads every record not realised by a segment (:func:`checker_reading`);
@@ -734,8 +744,9 @@ def _unheld_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
     metres above the sea level"). A copied word of the input (``oov``) is held."""
     if not rules or not rules.unheld:
         return []
+    figures = _per_vocab(vocab, "figures", lambda v: [(i, w) for i, w in enumerate(v.itos) if any(c.isdigit() for c in w)])
     held = held_figures(records)
-    return [i for i, w in enumerate(vocab.itos) if w not in held and any(c.isdigit() for c in w)]
+    return [i for i, w in figures if w not in held]
 
 
 _MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)
