@@ -309,6 +309,18 @@ class FlagLocation:
     note: str
 
 
+def invented_numbers_note(dataset: str, records: Sequence[Record], view: SystemView) -> str | None:
+    """The numbers ``view``'s text says that no figure of the input holds, in words for the app,
+    where ``dataset`` raises the "invented number" flag (:func:`flag_kinds`); None when none."""
+    if view.result is None or "invented number" not in flag_kinds(dataset):
+        return None
+    words = list(dict.fromkeys(unheld_figures(list(records), view.result.text)))
+    if not words:
+        return None
+    return ("Says a number no figure of the input holds (a fact the checker cannot see): "
+            + ", ".join(f'"{w}"' for w in words) + ".")
+
+
 def _number_location(view: SystemView, word: str) -> FlagLocation:
     """An invented number's place: the segment that says it first, framed."""
     tokens = view.result.tokens if view.result else []

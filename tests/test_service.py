@@ -222,6 +222,11 @@ def test_invented_number_flags_a_number_no_figure_of_the_input_holds(tiny):
     assert where.record is None and where.span is not None and where.span[0] <= t < where.span[1]
     assert "invented number 911: framed" in where.note
     assert not any(r["kind"] == "invented number" for r in service.flagged_rows([case]))
+    note = service.invented_numbers_note("webnlg", records, view)  # the Playground's line under a text
+    assert note == 'Says a number no figure of the input holds (a fact the checker cannot see): "911".'
+    assert service.invented_numbers_note("e2e", records, view) is None  # E2E's checker judges its figures
+    fine = service.cases_from_outputs("webnlg", [(records, text[:45])], seg, system="upload")[0].views["upload"]
+    assert service.invented_numbers_note("webnlg", records, fine) is None  # "213" of 213.0 is held
     e2e = service.cases_from_outputs("e2e", [([Record("name", "Blue Café")], "Blue Café is rated 3 out of 5.")], load(tiny / "e2e-seg"), system="upload")
     assert not any(r["kind"] == "invented number" for r in service.flagged_rows(e2e, "e2e"))  # the checker's to judge
 
