@@ -278,7 +278,7 @@ def flagged_rows(cases: Sequence[Case], dataset: str | None = None) -> list[dict
             flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
             flags += [("hallucinated", h, None) for h in view.report.hallucinated]
             flags += [("other relation", case.records[k - 1].label, k) for k in view.misplaced]
-            flags += [("invented number", w, None) for w in unheld_figures(case.records, view.result.text) if numbers]
+            flags += [("invented number", f"number[{w}]", None) for w in unheld_figures(case.records, view.result.text) if numbers]
             for kind, record, k in flags:
                 rows.append(
                     {
@@ -321,8 +321,10 @@ def invented_numbers_note(dataset: str, records: Sequence[Record], view: SystemV
             + ", ".join(f'"{w}"' for w in words) + ".")
 
 
-def _number_location(view: SystemView, word: str) -> FlagLocation:
-    """An invented number's place: the segment that says it first, framed."""
+def _number_location(view: SystemView, label: str) -> FlagLocation:
+    """An invented number's place (``label``: ``number[911]``, as :func:`flagged_rows` names it,
+    so that the attribute tables read "number"): the segment that says it first, framed."""
+    word = label.partition("[")[2].rstrip("]")
     tokens = view.result.tokens if view.result else []
     t = tokens.index(word) if word in tokens else None
     span = next(((v.start, v.end) for v in view.segment_verdicts if t is not None and v.start <= t < v.end), None)

@@ -71,8 +71,9 @@ def _upload(data: bytes) -> AppTest:
 def test_inspector_flags_an_invented_number_in_an_uploaded_webnlg_file(env):
     at = _upload(f"{' ; '.join(BEAN)}\tAlan Bean, born in 1932, was an American test pilot.\n".encode())
     table = at.dataframe[0].value  # the checker finds both records; 1932 is in no record
-    assert list(zip(table["kind"], table["record"], strict=True)) == [("invented number", "1932")]
+    assert list(zip(table["kind"], table["record"], strict=True)) == [("invented number", "number[1932]")]
     assert "invented number" in at.multiselect(key="insp_kinds_webnlg").value
+    assert at.multiselect(key="insp_attributes").options == ["number"]  # one attribute for every invented number
     assert not at.exception
 
 

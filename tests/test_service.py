@@ -215,8 +215,9 @@ def test_invented_number_flags_a_number_no_figure_of_the_input_holds(tiny):
     text = "Fenwick Airport is 213 metres above sea level. It is located 911 metres above the sea level."
     case = service.cases_from_outputs("webnlg", [(records, text)], seg, system="upload")[0]
     rows = [r for r in service.flagged_rows([case], "webnlg") if r["kind"] == "invented number"]
-    assert [(r["record"], r["k"]) for r in rows] == [("911", None)]
-    where = service.flag_location(case.views["upload"], "invented number", None, "911")
+    assert [(r["record"], r["k"]) for r in rows] == [("number[911]", None)]
+    assert service.attribute_of(rows[0]["record"]) == "number"  # one attribute in the inspector's tables
+    where = service.flag_location(case.views["upload"], "invented number", None, rows[0]["record"])
     view = case.views["upload"]
     t = view.result.tokens.index("911")
     assert where.record is None and where.span is not None and where.span[0] <= t < where.span[1]
