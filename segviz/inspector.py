@@ -278,7 +278,8 @@ def flagged_rows(cases: Sequence[Case], dataset: str | None = None) -> list[dict
             flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
             flags += [("hallucinated", h, None) for h in view.report.hallucinated]
             flags += [("other relation", case.records[k - 1].label, k) for k in view.misplaced]
-            flags += [("invented number", f"number[{w}]", None) for w in unheld_figures(case.records, view.result.text) if numbers]
+            if numbers:
+                flags += [("invented number", f"number[{w}]", None) for w in unheld_figures(case.records, view.result.text)]
             for kind, record, k in flags:
                 rows.append(
                     {

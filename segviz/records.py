@@ -346,7 +346,7 @@ def held_figures(records: list[Record]) -> frozenset[str]:
     and a date's figures written out (:func:`date_spellings`: "13", "1874" of ``1874-11-13``).
     Of 18,102 WebNLG training references 146 (0.8%) say another ("over 69 days" of 100305.0
     minutes); the ``unheld`` rule and the stress suites' *invented numbers* read it."""
-    words = {w for r in records for w in r.tokens if any(c.isdigit() for c in w)}
+    words = set(number_words(records))
     words |= {w for r in records for s in date_spellings(r.value) for w in s if any(c.isdigit() for c in w)}
     return frozenset(f for w in words for f in _figure_forms(w.lower()))
 
