@@ -98,9 +98,12 @@ def page(browser):
 
 
 def _idle(page) -> None:
-    """Wait until Streamlit has finished the current rerun (a click during a rerun can be lost)."""
-    page.wait_for_timeout(300)
-    page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden")
+    """Wait until Streamlit has finished the current rerun (a click during a rerun can be lost).
+    Looked at twice: under load a rerun can start after the first look (session 42: the Plan
+    editor's Regenerate click was lost twice in a full CI run, never alone)."""
+    for pause in (300, 700):
+        page.wait_for_timeout(pause)
+        page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden")
 
 
 def _generate(page, url: str) -> None:
