@@ -613,7 +613,7 @@ def test_outside_a_value_word_inside_a_longer_entity_begun_before_does_not_state
     ids = lambda s: [v[w] for w in s.split()]  # noqa: E731
     longer = {2: [tuple(ids("abilene , texas"))], 3: [tuple(ids("egg , new jersey"))], 4: [tuple(ids("new york city"))]}
     values = {2: ids("texas"), 3: ids("new jersey"), 4: ids("new york")}
-    x = SimpleNamespace(outside=_led_in(longer, values), values=values)
+    x = SimpleNamespace(outside=_led_in(longer, values), own=values)
     assert x.outside == {2: [(tuple(ids("abilene , texas")), 2)], 3: [(tuple(ids("egg , new jersey")), 2)]}
     assert _inside_longer(x, 2, ids("the city of abilene , texas"))
     assert not _inside_longer(x, 2, ids("abilene , in texas")) and not _inside_longer(x, 2, ids("texas"))
@@ -1026,11 +1026,37 @@ def test_begun_an_entity_that_begins_with_the_value_does_not_state_it_once_gone_
     v = {w: i for i, w in enumerate(["ashgabat", "international", "airport", "in", "is", "new", "york", "city"], 10)}
     ids = lambda s: [v[w] for w in s.split()]  # noqa: E731
     longer = {2: [tuple(ids("ashgabat international airport"))], 3: [tuple(ids("in new york"))]}
-    x = SimpleNamespace(begun=_begun_with(longer, {2: ids("ashgabat"), 3: ids("new york")}), values={2: ids("ashgabat")})
+    x = SimpleNamespace(begun=_begun_with(longer, {2: ids("ashgabat"), 3: ids("new york")}), own={2: ids("ashgabat")})
     assert x.begun == {2: [tuple(ids("ashgabat international airport"))]}  # "in new york" does not begin with it
     assert _continued(x, 2, ids("ashgabat international"), 0) and _continued(x, 2, ids("ashgabat international airport is"), 0)
     assert not _continued(x, 2, ids("ashgabat"), 0) and not _continued(x, 2, ids("is in ashgabat"), 2)
     assert not _continued(x, 2, ids("ashgabat airport"), 0)
+
+
+def test_planned_a_forced_segment_states_bacon_apart_from_bacon_explosion():
+    """Session 43, ``planned``: under a forced plan ``outside`` and ``begun`` read every specific
+    value, so "bacon" said as the first word of "Bacon Explosion" does not state
+    ``mainIngredients | Bacon``; the names rule, which under a plan copies "bacon explosion" whole
+    once begun, lets the value end there (``_Input.ends``) and still go on as the name
+    (:func:`_going_on`). A tune-half dev input (Food/4/Id11) under its forced random plan
+    [4, 3, 1, 2]: without the switch the value is said only in the dish's name (missing); with it
+    the text says it apart and the checker finds it exact, with no fallback from the plan."""
+    from conftest import ROOT
+
+    from segviz.decode.search import _going_on
+    from segviz.records import parse_webnlg_triples
+
+    assert _going_on([7, 1, 2], [(1, 2, 3), (2, 5)]) == {3, 5} and _going_on([1, 2, 3], [(1, 2, 3)]) == set()
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Bacon_Explosion | country | United_States", "Bacon_Explosion | ingredient | Sausage",
+                                 "Bacon_Explosion | region | Kansas_City_metropolitan_area",
+                                 "Bacon_Explosion | mainIngredients | Bacon"])  # fmt: skip
+    outs = {on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, plan=[4, 3, 1, 2],
+                             rules=dataclasses.replace(ck.rules(), planned=on)) for on in (False, True)}  # fmt: skip
+    faults = {on: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, o.text)) for on, o in outs.items()}
+    assert faults == {False: (0, 0, 1), True: (0, 0, 0)}, {on: o.text for on, o in outs.items()}
+    assert not outs[True].fallback_used and "bacon explosion are bacon" in outs[True].text.lower()
+    assert [k for _, _, k in outs[True].segments if k] == [4, 3, 1, 2]
 
 
 _ASHGABAT = ["Ashgabat_International_Airport | operatingOrganisation | Turkmenistan_Airlines",

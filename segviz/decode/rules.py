@@ -524,6 +524,7 @@ class ValueRules:
     literal: bool = False  # with stating (WebNLG): that word is one of the value's own, unless the text said the value before (session 36)
     outside: bool = False  # with stating, under r / rm: that word does not count inside a longer input entity begun before it ("abilene, texas": session 37)
     begun: bool = False  # with outside: nor inside a longer input entity that begins with the value, once the text goes on with it ("ashgabat international airport": session 39)
+    planned: bool = False  # with outside (and begun): under a forced plan too ("bacon" said in "Bacon Explosion" does not state mainIngredients | Bacon: session 43)
     rerank: bool = False  # return the n-best candidate with the fewest checker faults (segviz.rerank)
     widen: bool = False  # with rerank: when every candidate has a fault, rerank a 4x wider beam's too
     free: bool = False  # with rerank, under r / rm: the unconstrained output when the record checker finds it exact
@@ -600,7 +601,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "

@@ -236,6 +236,24 @@ def _led_in(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dic
     return out
 
 
+def _nested_values(vocab, oov: list[str], records: list[Record], rules, planned: bool, values: dict) -> dict:
+    """The values ``outside`` and ``begun`` read (record id -> ids): the mention rule's ``values``
+    (:func:`segviz.decode.rules._value_ids`), which is empty under a forced plan; there, with
+    ``rules.planned``, every specific value's, so that a forced segment of ``mainIngredients |
+    Bacon`` does not state its value by the "bacon" of "Bacon Explosion" (docs/design.md §6).
+    The names rule, which under a plan copies every name of two or more words whole once begun,
+    then lets such a value end there (``_Input.ends``): "bacon" need not go on as "bacon
+    explosion"."""
+    if values or not (planned and rules and rules.planned):
+        return values
+    return _value_ids(vocab, oov, records)
+
+
+def _going_on(tokens: list[int], phrases: list[tuple]) -> set[int]:
+    """The next words of the ``phrases`` that ``tokens`` end inside (a name begun, not said whole)."""
+    return {p[j] for p in phrases for j in range(1, len(p)) if len(tokens) >= j and tuple(tokens[-j:]) == p[:j]}
+
+
 def _begun_with(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dict[int, list[tuple]]:
     """``rules.begun``: record id -> its longer entities (:func:`longer_than`) that begin with its
     value ("ashgabat international airport" for ``cityServed | Ashgabat``)."""
@@ -246,7 +264,7 @@ def _begun_with(longer: dict[int, list[tuple]], values: dict[int, list[int]]) ->
 def _continued(x, k: int, read: list[int], i: int) -> bool:
     """``rules.begun``: whether the word at ``i`` of ``read`` lies in an occurrence of record
     ``k``'s value that the text goes on with as one of ``x.begun[k]`` (past the value's words)."""
-    v = tuple(x.values[k])
+    v = tuple(x.own[k])
     for s in range(max(0, i - len(v) + 1), i + 1):
         if tuple(read[s : s + len(v)]) == v and any(
             len(seen := tuple(read[s : s + len(e)])) > len(v) and seen == e[: len(seen)] for e in x.begun[k]
@@ -288,7 +306,7 @@ def _inside_longer(x, k: int, read: list[int]) -> bool:
     value (``x.outside``, :func:`_led_in`): the checker does not read "Abilene, Texas" as saying
     ``Abilene,_Texas | isPartOf | Texas``, so such a word does not state it."""
     for e, o in x.outside.get(k, ()):
-        n = len(x.values[k])
+        n = len(x.own[k])
         if any(read[-j:] == list(e[:j]) for j in range(o + 1, min(o + n, len(read)) + 1)):
             return True
     return False
@@ -431,6 +449,8 @@ class _Input:
     literal: torch.Tensor | None  # (S, n_ext) bool: the same of k's own value's words (rules.literal), None when off
     distinct: torch.Tensor | None  # (S, n_ext) bool: those of them no other entity of the input holds (rules.literal)
     values: dict  # k -> ids of a specific value (mention rule), {} when off
+    own: dict  # k -> ids of a specific value, as outside and begun read it (values; under a plan with rules.planned: _nested_values)
+    ends: dict  # k -> [its value] where it begins a longer name, a name of its own (names rule) under a plan with rules.planned, {} else
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
@@ -564,8 +584,11 @@ class SegmentDecoder:
             subjects=_subject_phrases(vocab, oov, records, rules, seen_too=planned),
             said_subjects=named if mentions else {},
             longer=(longer := longer_than(vocab, oov, records, values, rules)),
-            outside=_led_in(longer, values) if rules and rules.outside and rules.stating and content_rule else {},
-            begun=_begun_with(longer, values) if rules and rules.begun and rules.outside and rules.stating and content_rule else {},
+            own=(own := _nested_values(vocab, oov, records, rules, planned, values)),
+            outside=_led_in(nested := longer if own is values else longer_than(vocab, oov, records, own, rules), own)
+            if rules and rules.outside and rules.stating and content_rule else {},
+            begun=(begun := _begun_with(nested, own) if rules and rules.begun and rules.outside and rules.stating and content_rule else {}),
+            ends={k: [tuple(own[k])] for k in begun} if own is not values else {},
             func=func if content_rule else None,
             says=_content_mask(says, func), literal=_content_mask(literal, func),
             distinct=_distinct_mask(vocab, oov, records, literal),
@@ -686,7 +709,10 @@ class SegmentDecoder:
         else:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
             row[_ran_on(h.tokens, x.run_on)] = -math.inf
-            row[x.inner.get(h.k, [])] = -math.inf
+            inner = x.inner.get(h.k, [])
+            if x.ends.get(h.k):  # rules.planned: the value said may still go on as the longer name ("bacon explosion")
+                inner = [w for w in inner if w not in _going_on(h.tokens, x.phrases.get(h.k, []))]
+            row[inner] = -math.inf
 
     @staticmethod
     def _mask_once(x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
@@ -838,7 +864,7 @@ class SegmentDecoder:
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
             content=_stated_now(x, h, tokens, read) if x.begun.get(h.k) else h.content or _says(x, h, v) and not _inside_longer(x, h.k, read),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
-            owed=_owed_after(h.owed, x.phrases.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
+            owed=_owed_after(h.owed, x.phrases.get(h.k, []) + x.ends.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
         )  # fmt: skip
 
