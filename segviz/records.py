@@ -250,6 +250,8 @@ def _closes_number(word: str) -> bool:
 def _spaced(prev: str, tok: str) -> bool:
     """Whether the joiner puts a space between ``prev`` and ``tok`` (outside a record's value)."""
     low, before = tok.lower(), prev.lower()
+    if unicodedata.combining(tok[:1] or "a") or unicodedata.combining(prev[-1:] or "a"):  # "i ̇ zmir": one word
+        return False
     return not (low in _NO_SPACE_BEFORE or before in _NO_SPACE_AFTER or low == "-" or before == "-")
 
 
@@ -267,8 +269,22 @@ def _value_surfaces(records: tuple[Record, ...]) -> tuple[tuple[list[str], list[
             gaps = [False] + [a.end() < b.start() for a, b in zip(found, found[1:], strict=False)]  # every other character is a token's
             joined = [False] + [_spaced(a, b) for a, b in zip(cased, cased[1:], strict=False)]
             if cased and (any(w != w.lower() for w in cased) or gaps != joined):
-                out.append(([w.lower() for w in cased], cased, gaps))
+                out.append(_lowered(cased, gaps))
     return tuple(sorted(out, key=lambda p: -len(p[0])))
+
+
+def _lowered(cased: list[str], gaps: list[bool]) -> tuple[list[str], list[str], list[bool]]:
+    """(lower-cased tokens, tokens as written, spaces before them) of a value's written tokens
+    ``cased``, as :func:`tokenize` reads the value: a word whose lower case it splits ("İzmir" ->
+    "i", "̇", "zmir": Python lower-cases "İ" to "i" and a combining dot) is written whole by its
+    first piece, the others written as nothing."""
+    low, out, spaces = [], [], []
+    for word, gap in zip(cased, gaps, strict=True):
+        pieces = _TOKEN.findall(word.lower()) or [word.lower()]
+        low += pieces
+        out += [word] + [""] * (len(pieces) - 1)
+        spaces += [gap] + [False] * (len(pieces) - 1)
+    return low, out, spaces
 
 
 def restore_surface(tokens: list[str], records: list[Record]) -> tuple[list[str], list[bool | None], list[bool]]:

@@ -84,7 +84,7 @@ def display_tokens(
         elif not shown:  # a stop after a value's own ("D.C."), written once (records.written)
             word = ""
         else:
-            word = shown if tok in _FUNCTION_WORDS else casing.get(tok, tok)
+            word = shown if tok in _FUNCTION_WORDS or shown.lower() != tok else casing.get(tok, tok)  # "İzmir" of "i"
             word = word[:1].upper() + word[1:] if start else word
         out.append((word, space))
     return out

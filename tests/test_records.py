@@ -148,3 +148,20 @@ def test_values_keep_their_own_spacing():
     assert detokenize(tokens, acm) == "It is abbreviated to ACM Trans. Inf. Syst. and has a code."
     assert detokenize(tokenize("it is open 24 / 7 ."), parse_e2e_mr("name[The Mill]")) == "It is open 24 / 7."  # not a value
     assert tokenize("the kids' menu") == ["the", "kids'", "menu"]
+
+
+def test_a_dotted_capital_i_is_written_whole():
+    """Python lower-cases "İ" to "i" and a combining dot, which the tokeniser splits off ("i",
+    "̇", "stanbulspor"); the text wrote that as "i ̇ stanbulspor a. Ş.", which the checker could
+    not read as ``İstanbulspor_A.Ş.`` (session 43). A whole value is now written as the input
+    writes it, and elsewhere the dot stays in its word."""
+    from segviz import faithfulness
+    from segviz.viz import display_text
+
+    rs = parse_webnlg_triples(["John_van_den_Brom | club | İstanbulspor_A.Ş.", "Atatürk_Monument_(İzmir) | location | İzmir"])
+    tokens = tokenize("john van den brom played for İstanbulspor A.Ş. near the atatürk monument ( İzmir ) .")
+    assert tokens[5:9] == ["for", "i", "\u0307", "stanbulspor"]
+    text = "John van den Brom played for İstanbulspor A.Ş. near the Atatürk Monument (İzmir)."
+    assert detokenize(tokens, rs) == display_text(tokens, rs) == text
+    assert faithfulness.check("webnlg", rs[:1], text).missing == 0
+    assert detokenize(tokenize("in İzmir .")) == "In i\u0307zmir."
