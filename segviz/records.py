@@ -291,11 +291,12 @@ def restore_surface(tokens: list[str], records: list[Record]) -> tuple[list[str]
     """``tokens`` with every whole occurrence of a record value (or subject) in its written
     tokens; for each token whether a space stands before it there (None outside a value: the
     joiner decides, :func:`_spaced`), and whether it ends such an occurrence."""
+    read = [t.lower() for t in tokens]  # every surface matched against the tokens as given
     tokens, spaced, ends = list(tokens), [None] * len(tokens), [False] * len(tokens)
     for low, cased, gaps in _value_surfaces(tuple(records)):
         n = len(low)
         for i in range(len(tokens) - n + 1):
-            if [t.lower() for t in tokens[i : i + n]] == low:
+            if read[i : i + n] == low:
                 tokens[i : i + n], spaced[i + 1 : i + n] = cased, gaps[1:]
                 ends[i + n - 1] = True
     return tokens, spaced, ends

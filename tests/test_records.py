@@ -165,3 +165,5 @@ def test_a_dotted_capital_i_is_written_whole():
     assert detokenize(tokens, rs) == display_text(tokens, rs) == text
     assert faithfulness.check("webnlg", rs[:1], text).missing == 0
     assert detokenize(tokenize("in İzmir .")) == "In i\u0307zmir."
+    # a value inside another keeps its case where they share the dotted I (helper review)
+    assert detokenize(tokenize("x big İzmir port ."), parse_webnlg_triples(["X_Big_İzmir | location | İzmir_Port"])) == "X Big İzmir Port."

@@ -1043,10 +1043,18 @@ def test_planned_a_forced_segment_states_bacon_apart_from_bacon_explosion():
     the text says it apart and the checker finds it exact, with no fallback from the plan."""
     from conftest import ROOT
 
-    from segviz.decode.search import _going_on
+    import torch
+
+    from segviz.decode.search import _ends, _going_on, _owed_on
     from segviz.records import parse_webnlg_triples
 
     assert _going_on([7, 1, 2], [(1, 2, 3), (2, 5)]) == {3, 5} and _going_on([1, 2, 3], [(1, 2, 3)]) == set()
+    # gone on past the value into the longer name, the rest of the name is owed again (helper review)
+    assert _owed_on([7, 1], [(1, 2, 3)], 2) == ((3,),) and _owed_on([7, 1, 2], [(1, 2, 3)], 3) == ()
+    assert _owed_on([7, 1], [(1, 2, 3)], 9) == () and _owed_on([7], [(1, 2, 3)], 2) == ()
+    func = torch.zeros(10, dtype=torch.bool)
+    func[4] = True  # "the": a value's name begins at its first content word, as the names rule reads it
+    assert _ends({1: [4, 1], 2: [4], 3: [5]}, {1: [(4, 1, 2)], 2: [(4, 6)]}, func) == {1: [(1,)]}
     ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
     recs = parse_webnlg_triples(["Bacon_Explosion | country | United_States", "Bacon_Explosion | ingredient | Sausage",
                                  "Bacon_Explosion | region | Kansas_City_metropolitan_area",

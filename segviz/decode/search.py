@@ -254,6 +254,26 @@ def _going_on(tokens: list[int], phrases: list[tuple]) -> set[int]:
     return {p[j] for p in phrases for j in range(1, len(p)) if len(tokens) >= j and tuple(tokens[-j:]) == p[:j]}
 
 
+def _owed_on(tokens: list[int], phrases: list[tuple], v: int) -> tuple:
+    """``rules.planned``: the rests owed once ``v`` takes ``tokens`` on past a value that ended
+    there into a longer name of ``phrases`` ("ashgabat" then "international": "airport" is owed
+    again, as :func:`segviz.decode.rules._owed_after` owes a name begun), ``()`` for none."""
+    rests = [p[j + 1 :] for p in phrases for j in range(1, len(p)) if p[j] == v and len(tokens) >= j and tuple(tokens[-j:]) == p[:j]]
+    return () if not rests or not all(rests) else tuple(dict.fromkeys(rests))
+
+
+def _ends(own: dict, begun: dict, func: torch.Tensor) -> dict[int, list[tuple]]:
+    """``rules.planned`` (``_Input.ends``): record id -> [its value from its first content word]
+    where the value begins a longer name of the input (``begun``), so that the names rule may end
+    the name there; a value of function words only has none."""
+    out = {}
+    for k in begun:
+        first = next((i for i, t in enumerate(own[k]) if not func[t]), None)
+        if first is not None:
+            out[k] = [tuple(own[k][first:])]
+    return out
+
+
 def _begun_with(longer: dict[int, list[tuple]], values: dict[int, list[int]]) -> dict[int, list[tuple]]:
     """``rules.begun``: record id -> its longer entities (:func:`longer_than`) that begin with its
     value ("ashgabat international airport" for ``cityServed | Ashgabat``)."""
@@ -588,7 +608,7 @@ class SegmentDecoder:
             outside=_led_in(nested := longer if own is values else longer_than(vocab, oov, records, own, rules), own)
             if rules and rules.outside and rules.stating and content_rule else {},
             begun=(begun := _begun_with(nested, own) if rules and rules.begun and rules.outside and rules.stating and content_rule else {}),
-            ends={k: [tuple(own[k])] for k in begun} if own is not values else {},
+            ends=_ends(own, begun, func) if own is not values else {},
             func=func if content_rule else None,
             says=_content_mask(says, func), literal=_content_mask(literal, func),
             distinct=_distinct_mask(vocab, oov, records, literal),
@@ -864,7 +884,8 @@ class SegmentDecoder:
             boundary=False, seg_len=h.seg_len + 1, A_last=emitted.A[i],
             content=_stated_now(x, h, tokens, read) if x.begun.get(h.k) else h.content or _says(x, h, v) and not _inside_longer(x, h.k, read),
             mentioned=h.mentioned | _mentioned_with_subjects(x, read) | _said_now(x.said, v),
-            owed=_owed_after(h.owed, x.phrases.get(h.k, []) + x.ends.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v), named=h.named or said,
+            owed=_owed_after(h.owed, x.phrases.get(h.k, []) + x.ends.get(h.k, []) + dates_open(h.tokens, x.dates.get(h.k)), v)
+            or (_owed_on(h.tokens, x.phrases.get(h.k, []), v) if x.ends.get(h.k) and not h.owed else ()), named=h.named or said,
             subject_said=h.subject_said or _has(tokens[-len(x.subjects.get(h.k, ())) :], x.subjects.get(h.k), x.twins),
         )  # fmt: skip
 
