@@ -1067,6 +1067,24 @@ def test_planned_a_forced_segment_states_bacon_apart_from_bacon_explosion():
     assert [k for _, _, k in outs[True].segments if k] == [4, 3, 1, 2]
 
 
+def test_begun_lets_rm_say_a_city_that_begins_an_unseen_airport_name():
+    """Session 43: under +RM the names rule copies an unseen name whole once begun, and ``begun``
+    does not count "zorvak" inside "Zorvak International Airport" as ``cityServed | Zorvak``, so
+    no +RM text could say the city: it fell back to unconstrained decoding, with a record missing
+    and one repeated. ``_Input.ends`` lets the value end the name it begins; the +RM text is exact."""
+    from conftest import ROOT
+
+    from segviz.records import parse_webnlg_triples
+
+    ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
+    recs = parse_webnlg_triples(["Zorvak_International_Airport | cityServed | Zorvak", "Zorvak_International_Airport | runwayLength | 2000.0",
+                                 "Zorvak_International_Airport | location | Grellind_County"])  # fmt: skip
+    out = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=ck.rules())
+    f = faithfulness.check("webnlg", recs, out.text)
+    assert not out.fallback_used and (f.wrong, f.repeated, f.missing) == (0, 0, 0), out.text
+    assert "city of zorvak" in out.text.lower() and "zorvak international airport" in out.text.lower()
+
+
 _ASHGABAT = ["Ashgabat_International_Airport | operatingOrganisation | Turkmenistan_Airlines",
              "Ashgabat_International_Airport | location | Ashgabat", "Ashgabat_International_Airport | runwayLength | 2989.0",
              "Ashgabat_International_Airport | elevationAboveTheSeaLevel_(in_metres) | 211",

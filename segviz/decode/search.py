@@ -255,7 +255,7 @@ def _going_on(tokens: list[int], phrases: list[tuple]) -> set[int]:
 
 
 def _owed_on(tokens: list[int], phrases: list[tuple], v: int) -> tuple:
-    """``rules.planned``: the rests owed once ``v`` takes ``tokens`` on past a value that ended
+    """``rules.begun`` (:func:`_ends`): the rests owed once ``v`` takes ``tokens`` on past a value that ended
     there into a longer name of ``phrases`` ("ashgabat" then "international": "airport" is owed
     again, as :func:`segviz.decode.rules._owed_after` owes a name begun), ``()`` for none."""
     rests = [p[j + 1 :] for p in phrases for j in range(1, len(p)) if p[j] == v and len(tokens) >= j and tuple(tokens[-j:]) == p[:j]]
@@ -263,9 +263,12 @@ def _owed_on(tokens: list[int], phrases: list[tuple], v: int) -> tuple:
 
 
 def _ends(own: dict, begun: dict, func: torch.Tensor) -> dict[int, list[tuple]]:
-    """``rules.planned`` (``_Input.ends``): record id -> [its value from its first content word]
-    where the value begins a longer name of the input (``begun``), so that the names rule may end
-    the name there; a value of function words only has none."""
+    """``rules.begun`` (``_Input.ends``): record id -> [its value from its first content word]
+    where the value begins a longer name of the input (``begun``), so that the names rule, which
+    copies a name begun whole (every name under a plan, an unseen one without), may end the name
+    there: ``begun`` does not count "zorvak" of an unseen "Zorvak International Airport" as
+    ``cityServed | Zorvak``, and owing the whole name left +RM no way to say the city (session
+    43). A value of function words only has none."""
     out = {}
     for k in begun:
         first = next((i for i, t in enumerate(own[k]) if not func[t]), None)
@@ -470,7 +473,7 @@ class _Input:
     distinct: torch.Tensor | None  # (S, n_ext) bool: those of them no other entity of the input holds (rules.literal)
     values: dict  # k -> ids of a specific value (mention rule), {} when off
     own: dict  # k -> ids of a specific value, as outside and begun read it (values; under a plan with rules.planned: _nested_values)
-    ends: dict  # k -> [its value] where it begins a longer name, a name of its own (names rule) under a plan with rules.planned, {} else
+    ends: dict  # k -> [its value] where it begins a longer name (begun): a name the names rule may end there (_ends), {} when off
     said: dict  # k -> ids of lexicon words that state its value (ValueRules.paraphrases), {} when off
     fillers: bool  # ValueRules.fillers: a realised record may open a segment of function words only
     brief: bool  # ValueRules.brief: a filler segment holds at most BRIEF tokens and never follows another
@@ -608,7 +611,7 @@ class SegmentDecoder:
             outside=_led_in(nested := longer if own is values else longer_than(vocab, oov, records, own, rules), own)
             if rules and rules.outside and rules.stating and content_rule else {},
             begun=(begun := _begun_with(nested, own) if rules and rules.begun and rules.outside and rules.stating and content_rule else {}),
-            ends=_ends(own, begun, func) if own is not values else {},
+            ends=_ends(own, begun, func),
             func=func if content_rule else None,
             says=_content_mask(says, func), literal=_content_mask(literal, func),
             distinct=_distinct_mask(vocab, oov, records, literal),
@@ -730,7 +733,7 @@ class SegmentDecoder:
             row[_just_said(h.tokens, x.phrases.get(h.k, []))] = -math.inf
             row[_ran_on(h.tokens, x.run_on)] = -math.inf
             inner = x.inner.get(h.k, [])
-            if x.ends.get(h.k):  # rules.planned: the value said may still go on as the longer name ("bacon explosion")
+            if x.ends.get(h.k):  # rules.begun (_ends): the value said may still go on as the longer name ("bacon explosion")
                 inner = [w for w in inner if w not in _going_on(h.tokens, x.phrases.get(h.k, []))]
             row[inner] = -math.inf
 
