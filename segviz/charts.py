@@ -7,6 +7,7 @@ model's posterior over segmentations; every figure uses the record colours of :m
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 
 import altair as alt
@@ -14,7 +15,7 @@ import pandas as pd
 
 from segviz.records import Record
 from segviz.result import GenerationResult
-from segviz.viz import _brief, _short, display_tokens, record_colour
+from segviz.viz import _short, brief, display_tokens, record_colour
 
 # The heatmaps hold a row per (output token, source token): a 60-word value gives over 20,000,
 # past Altair's default guard of 5,000 rows, which raised MaxRowsError in the Playground. The data
@@ -95,6 +96,12 @@ def _source_strip(result: GenerationResult, df: pd.DataFrame, width: int, sx: in
     return strip
 
 
+def piece(token: str) -> str:
+    """``token`` as an axis label: a lone combining mark (the dot of "İ", which lower-casing splits
+    off: "i", "̇", "zmir") on a dotted circle, as mark charts show one, so that it is seen."""
+    return "\u25cc" + token if token and all(unicodedata.combining(c) for c in token) else token
+
+
 def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = "", plot_width: int = 380) -> alt.VConcatChart:
     """Heatmap output tokens (y, in order) × source tokens (x, in order), ``mark_rect``, under a
     strip that marks which record each source token belongs to (record colour + number).
@@ -111,8 +118,8 @@ def attention_chart(result: GenerationResult, vmax: float = 1.0, title: str = ""
     width, height = N * sx, T * sy
     font_x = 10 if sx < 14 else 11
     thin_x = "greedy" if sx < 11 else False  # narrow bands: some labels are left out (tooltips)
-    src_labels = [f"{tok} r{k}" for tok, k in zip(result.source_tokens, result.record_of_source_token, strict=False)]
-    out_labels = [f"{t} {_short(tok, 14)}" for t, tok in enumerate(result.tokens)]
+    src_labels = [f"{piece(tok)} r{k}" for tok, k in zip(result.source_tokens, result.record_of_source_token, strict=False)]
+    out_labels = [f"{t} {_short(piece(tok), 14)}" for t, tok in enumerate(result.tokens)]
     x_dom, y_dom = list(range(N)), list(range(T))
     cell = alt.selection_point(name="cell", fields=["t", "i"], on="click", toggle=False, clear="dblclick")
     heat = (
@@ -282,9 +289,9 @@ def posterior_chart(post, title: str = "", records: Sequence[Record] = (), cased
     y_dom, x_dom = list(range(T)), list(range(S))
     shown = display_tokens(post.tokens, records, cased)
     y = alt.Y("t:O", sort=y_dom, scale=alt.Scale(domain=y_dom), title="tokens",
-              axis=alt.Axis(labelExpr=_label_expr([f"{t} {_short(w, 14)}" for t, (w, _) in enumerate(shown)]),
+              axis=alt.Axis(labelExpr=_label_expr([f"{t} {_short(w or piece(post.tokens[t]), 14)}" for t, (w, _) in enumerate(shown)]),
                             labelFontSize=min(11, sy - 1), labelOverlap=False, labelLimit=110, ticks=False))
-    state_labels = ["null"] + [f"{j} {_short(_brief(post.states[j]), 18)}" for j in range(1, S)]
+    state_labels = ["null"] + [f"{j} {_short(brief(post.states[j]), 18)}" for j in range(1, S)]
     x = alt.X("j:O", sort=x_dom, scale=alt.Scale(domain=x_dom), title="record (null = no record)",
               axis=alt.Axis(labelExpr=_label_expr(state_labels), labelAngle=-45, labelLimit=130, ticks=False,
                             labelOverlap=False))  # slanted labels never touch, but their boxes do: Vega hid every other one

@@ -370,7 +370,10 @@ def status_table(rows: list[dict], key: str, selectable: bool = False, narrow: b
     for col in df.columns[2:]:
         df[col] = df[col].map(lambda s: names.STATUS_ICONS.get(s, s))
     select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
-    config = {"record": st.column_config.TextColumn("record", width=140)} if narrow and "record" in df.columns else None
+    config = None
+    if narrow and "record" in df.columns:  # a WebNLG triple without its subject, which the text's chips name
+        df["record"] = df["record"].map(viz.brief)
+        config = {"record": st.column_config.TextColumn("record", width=140, help="relation | object (the subject is in the chips)")}
     st.dataframe(df, hide_index=True, key=key, width="stretch", column_config=config, **select)
 
 

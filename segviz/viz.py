@@ -96,7 +96,7 @@ def display_text(tokens: Sequence[str], records: Sequence[Record] = ()) -> str:
     return "".join((" " if space else "") + word for word, space in display_tokens(tokens, records))
 
 
-def _brief(label: str) -> str:
+def brief(label: str) -> str:
     """A record's label for a segment's tag: a WebNLG triple without its subject ("city |
     Bangalore"; cut to 28 characters the whole triple showed only its subject); the hover names
     it all."""
@@ -159,7 +159,7 @@ def segments_html(
         if k == -1:  # no alignment
             parts.append(lead + "".join(toks))
             continue
-        tag = "null" if k is None else f"{k} {_short(_brief(names.get(k, '?')))}"
+        tag = "null" if k is None else f"{k} {_short(brief(names.get(k, '?')))}"
         v = by_span.get((start, end))
         outline = "outline:2px dotted #c00;" if v is not None and not v.faithful else ""
         picked = highlight_span is not None and (start, end) == tuple(highlight_span)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from segviz import service
+from segviz import service, viz
 from segviz.checkpoint import load
 from segviz.examples import EXAMPLES
 from segviz.records import Record, parse_e2e_mr
@@ -79,6 +79,21 @@ def test_plan_editor_reorder_and_regenerate(env):
     assert [m.value for m in at.markdown if m.value == "##### New output"]
     at.button(key="plan_regenerate").click().run()  # the same plan again (a double click): the model's own stays
     assert _texts(at) == texts and f"the model's own plan {' → '.join(map(str, own.plan))}" in [c.value for c in at.caption]
+
+
+def test_plan_editor_status_names_a_triple_by_its_relation_and_object(env):
+    """Session 43 (a new user's trial): the Plan editor's narrow status tables cut every WebNLG
+    label to its subject ("Zorvak_International_Ai"), so the rows could not be told apart; they
+    now read the relation and object, the subject being in the chips above."""
+    records = EXAMPLES["webnlg"]["Fenwick Regional Airport (5 triples, invented)"]
+    at = _run(PLAN, dataset="webnlg", records=service.records_to_param(records), plan="5,4,3,2,1")
+    at.button(key="plan_regenerate").click().run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if "status" in d.value.columns]
+    assert tables, "no status table"
+    for table in tables:
+        assert list(table["record"]) == [viz.brief(r.label) for r in records] and " | " in table["record"][0]
+        assert not any(v.startswith(r.subject) for v, r in zip(table["record"], records, strict=True))
 
 
 def test_plan_editor_deep_link_and_samples(env):

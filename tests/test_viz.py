@@ -270,3 +270,17 @@ def test_drawing_does_not_import_torch():
     from segviz import decode
 
     assert decode.GenerationResult is GenerationResult
+
+
+def test_a_lone_combining_mark_is_labelled_on_a_dotted_circle():
+    """Session 43 (a new user's trial): lower-casing splits "İ" into "i" and a combining dot, and
+    the heatmap's labels showed the dot alone, on nothing ("7 ̇"). It is shown on a dotted circle,
+    in the labels of both axes; other tokens are labelled as before."""
+    from segviz.charts import piece
+
+    assert piece("\u0307") == "\u25cc\u0307" and piece("zmir") == "zmir" and piece("") == ""
+    res = _result(["in", "i", "\u0307", "zmir"], [], source=("name", "i", "\u0307", "zmir"))
+    spec = viz.attention_chart(res).to_dict()
+    x, y = spec["vconcat"][1]["encoding"]["x"], spec["vconcat"][1]["encoding"]["y"]
+    assert "\u25cc\u0307 r2" in x["axis"]["labelExpr"] and "2 \u25cc\u0307" in y["axis"]["labelExpr"]
+    assert "0 in" in y["axis"]["labelExpr"] and "name r1" in x["axis"]["labelExpr"]
