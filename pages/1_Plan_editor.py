@@ -147,6 +147,10 @@ with right:
     stale = bool(outputs) and ss.get("plan_outputs_beam") != beam
     if not outputs:
         st.info("Reorder the records and press **Regenerate with this plan**.")
+        if overview.own.result is not None:  # until then, the model's own output (its own plan)
+            st.markdown("##### The model's own output")
+            st.caption(f"the model's own plan {' → '.join(map(str, overview.plan))}")
+            ui.show_output(overview.own, records)
     else:
         if stale:
             st.warning("The beam size has changed since these outputs were generated: they are greyed out. "

@@ -107,7 +107,8 @@ def test_plan_editor_deep_link_and_samples(env):
     plans = [m.value for m in at.markdown if m.value.startswith("**plan ")]
     exp = service.sample_plans("e2e", records, load(env / "e2e-seg"), n=2, seed=0, beam=5)
     assert plans == [f"**plan {' → '.join(map(str, v.result.plan))}**" for v in exp]
-    assert len(_texts(at)) == len(exp)
+    assert len(_texts(at)) == len(exp) + 1  # the samples, and the model's own output shown before any regenerate
+    assert "##### The model's own output" in [m.value for m in at.markdown]  # session 43: not an empty column
 
 
 def test_plan_editor_own_plan_nbest_diff_and_stale(env):
