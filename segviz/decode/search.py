@@ -240,25 +240,28 @@ def _nested_values(vocab, oov: list[str], records: list[Record], rules, planned:
     """The values ``outside`` and ``begun`` read (record id -> ids): the mention rule's ``values``
     (:func:`segviz.decode.rules._value_ids`), which is empty under a forced plan; there, with
     ``rules.planned``, every specific value's, so that a forced segment of ``mainIngredients |
-    Bacon`` does not state its value by the "bacon" of "Bacon Explosion" (docs/design.md §6).
-    The names rule, which under a plan copies every name of two or more words whole once begun,
-    then lets such a value end there (``_Input.ends``): "bacon" need not go on as "bacon
-    explosion"."""
+    Bacon`` does not state its value by the "bacon" of "Bacon Explosion" (docs/design.md §6;
+    the names rule then lets "bacon" end there: :func:`_ends`)."""
     if values or not (planned and rules and rules.planned):
         return values
     return _value_ids(vocab, oov, records)
 
 
+def _inside_names(tokens: list[int], phrases: list[tuple]) -> list[tuple[tuple, int]]:
+    """``(name, j)`` for every name of ``phrases`` whose first ``j`` words (not all) ``tokens`` end with."""
+    return [(p, j) for p in phrases for j in range(1, len(p)) if len(tokens) >= j and tuple(tokens[-j:]) == p[:j]]
+
+
 def _going_on(tokens: list[int], phrases: list[tuple]) -> set[int]:
     """The next words of the ``phrases`` that ``tokens`` end inside (a name begun, not said whole)."""
-    return {p[j] for p in phrases for j in range(1, len(p)) if len(tokens) >= j and tuple(tokens[-j:]) == p[:j]}
+    return {p[j] for p, j in _inside_names(tokens, phrases)}
 
 
 def _owed_on(tokens: list[int], phrases: list[tuple], v: int) -> tuple:
     """``rules.begun`` (:func:`_ends`): the rests owed once ``v`` takes ``tokens`` on past a value that ended
     there into a longer name of ``phrases`` ("ashgabat" then "international": "airport" is owed
     again, as :func:`segviz.decode.rules._owed_after` owes a name begun), ``()`` for none."""
-    rests = [p[j + 1 :] for p in phrases for j in range(1, len(p)) if p[j] == v and len(tokens) >= j and tuple(tokens[-j:]) == p[:j]]
+    rests = [p[j + 1 :] for p, j in _inside_names(tokens, phrases) if p[j] == v]
     return () if not rests or not all(rests) else tuple(dict.fromkeys(rests))
 
 
