@@ -175,7 +175,7 @@ for col, (system, view) in zip(cols, views.items(), strict=True):
             st.caption(again)  # fixed words, no user text
         if note := service.misplaced_note(view):
             st.caption(viz.esc(note))  # record numbers and lexicon words
-        if note := service.invented_numbers_note(dataset, cmp.records, view):
+        if note := service.invented_note(dataset, cmp.records, view):
             st.caption(viz.esc(note))  # words of the model's text
         if where is not None:
             st.caption(f"Selected row: {viz.esc(where.note)}.")

@@ -190,7 +190,7 @@ st.caption(
 )
 if overview.sampling_note():
     st.info(overview.sampling_note())
-plan_table = service.plan_rows(overview, records)
+plan_table = service.plan_rows(overview, records, dataset)
 st.dataframe(pd.DataFrame(plan_table), hide_index=True, width="stretch", key="plan_nbest")
 use_cols = st.columns(min(len(overview.candidates), 6) or 1)
 for col, row, v in zip(use_cols, plan_table, overview.candidates, strict=False):

@@ -64,7 +64,7 @@ class Checkpoint:
         :data:`segviz.decode.DEFAULT_VALUE_RULES`. With ``second`` on, a segment model's rules
         read the PG checkpoint ``partner`` (default: :meth:`partner`); a PG reads its own text
         and ``second`` is off for it."""
-        from segviz import datasets
+        from segviz import datasets, entities
         from segviz.decode import DEFAULT_VALUE_RULES, value_rules
 
         rules = value_rules(name or self.default_rules or DEFAULT_VALUE_RULES, self.lexicon)
@@ -74,6 +74,7 @@ class Checkpoint:
         return dataclasses.replace(
             rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words,
             relation_words=self.relation_words, closed=datasets.get(self.dataset).closed_values,
+            entities=entities.shipped(self.dataset) if rules.strangers else frozenset(),
             second=second, partner=(partner or self.partner()) if second else None,
         )  # fmt: skip
 

@@ -12,25 +12,28 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from segviz import decode
+from segviz import decode, entities
 from segviz.checkpoint import Checkpoint
 from segviz.datasets import DATASETS, get
+from segviz.entities import invented_names, shipped
 from segviz.formats import csv_rows
 from segviz.records import Record, RecordError, tokenize, unheld_figures
 from segviz.rows import MAX_RECORDS, output_problem
 from segviz.systems import SystemView, _check, _threads, cased_tokens, compare
 
-FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation", "invented number")
-_BESIDE = ("other relation", "invented number")  # not the checker's: a lexicon's guess (WebNLG), a word check
+FLAG_KINDS = ("wrong", "repeated", "missing", "hallucinated", "other relation", "invented number", "invented name")
+_BESIDE = ("other relation", "invented number", "invented name")  # not the checker's: a lexicon's guess (WebNLG), word checks
 
 
 def flag_kinds(dataset: str) -> list[str]:
     """The flag kinds ``dataset`` can raise: its checker's measured counts, "other relation"
     where its segment model learns relation words (:attr:`segviz.datasets.Dataset.relation_words`),
     and "invented number" where its checker reads no fact the input does not hold (WebNLG: E2E's
-    reads "3 out of 5" as an average rating, so a number there is the checker's to judge)."""
+    reads "3 out of 5" as an average rating, so a number there is the checker's to judge), and
+    "invented name" where an entity-word list is shipped (:mod:`segviz.entities`: WebNLG)."""
     ds = get(dataset)
-    beside = {"other relation": bool(ds.relation_words), "invented number": "hallucinated" in ds.not_measured}
+    beside = {"other relation": bool(ds.relation_words), "invented number": "hallucinated" in ds.not_measured,
+              "invented name": dataset in entities.DATASETS}
     return [k for k in FLAG_KINDS if k not in ds.not_measured and beside.get(k, True)]
 
 
@@ -43,6 +46,8 @@ _FLAG_WORDS = {  # how the inspector's intro names each kind
                       "segments say (the segment model's relation words, a guess beside the checker)",
     "invented number": "\"invented number\": a number that no figure of the input holds in any form "
                        "(\"911\" of an airport 213.0 metres high; records.unheld_figures)",
+    "invented name": "\"invented name\": a word that training texts say almost only as a word of a name of their "
+                     "input, where this input holds no such word (\"java\" of a dish from Malaysia; segviz.entities)",
 }
 
 
@@ -264,13 +269,27 @@ def cases_from_outputs(
     return cases
 
 
+def invented_words(dataset: str, records: Sequence[Record], text: str) -> list[tuple[str, str]]:
+    """(kind, word) of each invented number (:func:`segviz.records.unheld_figures`) and invented
+    name (:func:`segviz.entities.invented_names`) ``text`` says, where ``dataset`` raises that flag
+    (:func:`flag_kinds`): [("invented number", "911"), ("invented name", "java")]."""
+    kinds = flag_kinds(dataset)
+    out = [("invented number", w) for w in unheld_figures(list(records), text)] if "invented number" in kinds else []
+    if "invented name" in kinds:
+        out += [("invented name", w) for w in invented_names(list(records), text, shipped(dataset))]
+    return out
+
+
+_WORD_LABEL = {"invented number": "number", "invented name": "name"}  # "number[911]": the attribute tables read "number"
+
+
 def flagged_rows(cases: Sequence[Case], dataset: str | None = None) -> list[dict]:
     """One row per flag of any system in any case: wrong / repeated / missing / hallucinated (the
     checker), "other relation" for a record said with another relation's words (the segment
-    model's relation words, :func:`segviz.rerank.misplaced_relations`), and "invented number" for
-    each number no figure of the input holds (:func:`segviz.records.unheld_figures`), where
-    ``dataset`` raises it (:func:`flag_kinds`)."""
-    rows, numbers = [], dataset is not None and "invented number" in flag_kinds(dataset)
+    model's relation words, :func:`segviz.rerank.misplaced_relations`), and "invented number" /
+    "invented name" for each number or name the input does not hold (:func:`invented_words`),
+    where ``dataset`` raises them (:func:`flag_kinds`)."""
+    rows = []
     for case in cases:
         for view in case.views.values():
             if view.report is None:
@@ -278,8 +297,8 @@ def flagged_rows(cases: Sequence[Case], dataset: str | None = None) -> list[dict
             flags = [(v.status, v.label, v.index + 1) for v in view.report.per_record if v.status != "realised"]
             flags += [("hallucinated", h, None) for h in view.report.hallucinated]
             flags += [("other relation", case.records[k - 1].label, k) for k in view.misplaced]
-            if numbers:
-                flags += [("invented number", f"number[{w}]", None) for w in unheld_figures(case.records, view.result.text)]
+            if dataset is not None:
+                flags += [(kind, f"{_WORD_LABEL[kind]}[{w}]", None) for kind, w in invented_words(dataset, case.records, view.result.text)]
             for kind, record, k in flags:
                 rows.append(
                     {
@@ -310,35 +329,38 @@ class FlagLocation:
     note: str
 
 
-def invented_numbers_note(dataset: str, records: Sequence[Record], view: SystemView) -> str | None:
-    """The numbers ``view``'s text says that no figure of the input holds, in words for the app,
-    where ``dataset`` raises the "invented number" flag (:func:`flag_kinds`); None when none."""
-    if view.result is None or "invented number" not in flag_kinds(dataset):
+def invented_note(dataset: str, records: Sequence[Record], view: SystemView) -> str | None:
+    """The numbers and names ``view``'s text says that the input does not hold
+    (:func:`invented_words`), in words for the app; None when none."""
+    if view.result is None:
         return None
-    words = list(dict.fromkeys(unheld_figures(list(records), view.result.text)))
-    if not words:
-        return None
-    return ("Says a number no figure of the input holds (a fact the checker cannot see): "
-            + ", ".join(f'"{w}"' for w in words) + ".")
+    found = invented_words(dataset, records, view.result.text)
+    parts = []
+    for kind, what in (("invented number", "a number no figure of the input holds"), ("invented name", "a name the input does not hold")):
+        words = list(dict.fromkeys(w for k, w in found if k == kind))
+        if words:
+            parts.append(f"{what}: " + ", ".join(f'"{w}"' for w in words))
+    return ("Says " + "; and ".join(parts) + " (a fact the checker cannot see).") if parts else None
 
 
-def _number_location(view: SystemView, label: str) -> FlagLocation:
-    """An invented number's place (``label``: ``number[911]``, as :func:`flagged_rows` names it,
-    so that the attribute tables read "number"): the segment that says it first, framed."""
+def _word_location(view: SystemView, kind: str, label: str) -> FlagLocation:
+    """An invented number's or name's place (``label``: ``number[911]``, ``name[java]``, as
+    :func:`flagged_rows` names it): the segment that says it first, framed."""
     word = label.partition("[")[2].rstrip("]")
-    tokens = view.result.tokens if view.result else []
+    tokens = [t.lower() for t in view.result.tokens] if view.result else []
     t = tokens.index(word) if word in tokens else None
     span = next(((v.start, v.end) for v in view.segment_verdicts if t is not None and v.start <= t < v.end), None)
+    held = "no input figure holds it" if kind == "invented number" else "the input holds no such name"
     if span is None:
-        return FlagLocation(None, None, f"invented number {word}: no input figure holds it")
-    return FlagLocation(None, span, f"invented number {word}: framed, the segment that says it (no input figure holds it)")
+        return FlagLocation(None, None, f"{kind} {word}: {held}")
+    return FlagLocation(None, span, f"{kind} {word}: framed, the segment that says it ({held})")
 
 
 def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -> FlagLocation:
     """Locate a flag of :func:`flagged_rows` in ``view``'s text through its segments: wrong /
     repeated / missing record ``k`` -> the segments aligned to ``k`` (underlined); hallucinated ->
-    the first segment that states a value absent from the input (framed); invented number -> the
-    segment that says it (framed)."""
+    the first segment that states a value absent from the input (framed); invented number or
+    name -> the segment that says it (framed)."""
     segs = [(v.start, v.end) for v in view.segment_verdicts if k is not None and v.record == k]
     if kind == "hallucinated":
         absent = [v for v in view.segment_verdicts if v.absent]
@@ -347,8 +369,8 @@ def flag_location(view: SystemView, kind: str, k: int | None, label: str = "") -
             return FlagLocation(None, (v.start, v.end), f"hallucinated {label}: framed, the segment that states "
                                 f"{', '.join(repr(a) for a in v.absent)}")
         return FlagLocation(None, None, f"hallucinated {label}: no single segment states it (the text as a whole does)")
-    if kind == "invented number":
-        return _number_location(view, label)
+    if kind in _WORD_LABEL:
+        return _word_location(view, kind, label)
     if kind == "other relation":
         said = ", ".join(f'"{w}"' for w in view.misplaced.get(k, []))
         return FlagLocation(k, segs[0] if len(segs) == 1 else None,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from segviz import decode
 from segviz.checkpoint import Checkpoint
+from segviz.inspector import flag_kinds, invented_words
 from segviz.records import Record, RecordError
 from segviz.systems import SystemView, _check, _run_seg, _threads
 
@@ -128,8 +129,12 @@ def plan_overview(
     return PlanOverview(own, plan, candidates, n, len(samples), [k for k in plan if k not in said], ranked, new)
 
 
-def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
-    """The Plan editor's list of plans: plan, log-probability (total and per token), verdicts."""
+def plan_rows(overview: PlanOverview, records: Sequence[Record], dataset: str | None = None) -> list[dict]:
+    """The Plan editor's list of plans: plan, log-probability (total and per token), verdicts; with
+    ``dataset`` where its checker reads no fact the input does not hold (WebNLG), also the numbers
+    and names each text invents (:func:`segviz.inspector.invented_words`), which its "checker
+    errors" cannot count."""
+    invented = dataset is not None and "invented name" in flag_kinds(dataset)
     rows = []
     for rank, v in enumerate(overview.candidates, start=1):
         res = v.result
@@ -142,6 +147,7 @@ def plan_rows(overview: PlanOverview, records: Sequence[Record]) -> list[dict]:
             "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
             "per token": round(log_prob_per_token(res), 3),
             "checker errors": errors,
+            **({"invented": ", ".join(w for _, w in invented_words(dataset, records, res.text))} if invented else {}),
             "text": res.text,
         })
     return rows

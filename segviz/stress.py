@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz import datasets, faithfulness, invented
+from segviz import datasets, entities, faithfulness, invented
 from segviz.data import default_data_dir
 from segviz.decode import (
     CONSTRAINTS,
@@ -146,7 +146,10 @@ def score(dataset: str, records: list[Record], result: GenerationResult, system:
             faithfulness.segment_verdicts(dataset, records, result.tokens, result.segments)
         )
     unheld = len(unheld_figures(records, result.text))  # numbers the input does not hold (the checker reads none)
-    return {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used, "unheld": unheld}
+    out = {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used, "unheld": unheld}
+    if dataset in entities.DATASETS:  # names the input does not hold (segviz.entities; WebNLG's checker reads none)
+        out["invented"] = len(entities.invented_names(records, result.text, entities.shipped(dataset)))
+    return out
 
 
 def run_long(dataset: str, systems: Systems, items: list[DevItem], tick: Callable[[], None]) -> list[dict]:

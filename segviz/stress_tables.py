@@ -52,6 +52,7 @@ def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
         "faithful_share": sum(s["faithful"] for s in seg_rows) / rec if rec else None,
         "fallbacks": sum(r["fallback"] for r in rows),
         "unheld": sum(r["unheld"] > 0 for r in rows) / len(rows) if rows and all("unheld" in r for r in rows) else None,
+        "invented": sum(r["invented"] > 0 for r in rows) / len(rows) if rows and all("invented" in r for r in rows) else None,
         "stutter": sum(stutters(r["text"], items[r["item"]].records if items else ()) for r in rows) / len(rows)
         if rows else 0.0,
     }
@@ -223,6 +224,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
         "repeated",
         "faithful segments",
         "invented numbers",
+        "invented names",
         "fallbacks",
     ]
 
@@ -235,6 +237,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
             *counts,
             _pct(a["faithful_share"]),
             _pct(a.get("unheld")),
+            _pct(a.get("invented")),
             str(a["fallbacks"]),
         ]
 
@@ -254,6 +257,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
         "ratio",
         "faithful segments",
         "invented numbers",
+        "invented names",
         *(["stutters"] if stutter else []),
     ]
 
@@ -268,6 +272,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
             "n/a" if ratio is None else f"{ratio:.2f}x",
             _pct(a["faithful_share"]),
             _pct(a.get("unheld")),
+            _pct(a.get("invented")),
             *([_pct(a["stutter"])] if stutter else []),
         ]
 
@@ -287,6 +292,8 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
         *(["+RM cost, 95% interval", "references leaving a record out", "+RM cost where ours is exact (inputs)", "+RM cost against exact references"] if refs else []),
         *(f"SER {LABELS[s]}" for s in systems),
     ]
+    names = any(a[s].get("invented") is not None for a in by_k.values() for s in systems)  # WebNLG (segviz.entities)
+    head += [f"invented names {LABELS[s]}" for s in systems] if names else []
 
     def row(K: str, a: dict[str, dict]) -> list[str]:
         cost = (a["none"]["bleu"] - a["rm"]["bleu"]) * 100 if a["none"]["outputs"] else None
@@ -300,6 +307,7 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
             *([_interval(ref and ref.get("cost_interval")), _pct(ref["refs_leaving_out"]) if ref else "n/a", exact,
                _points(ref and ref.get("cost_exact_refs"))] if refs else []),
             *(_pct(a[s]["ser"]) for s in systems),
+            *((_pct(a[s].get("invented")) for s in systems) if names else ()),
         ]
 
     return _table(head, (row(K, a) for K, a in by_k.items()))

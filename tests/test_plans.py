@@ -68,3 +68,20 @@ def test_the_sampling_note_says_where_the_missing_sampled_rows_went(seg):
         "None of the 4 plans asked for could be sampled from the transition model for these records.")
     # one record: one order (a user read "None of the 4 plans … could be sampled")
     assert plans.PlanOverview(own, [1], [own], 4, 0).sampling_note() == "One record has one order: there is no other plan to sample."
+
+
+def test_plan_rows_name_the_words_a_webnlg_text_invents(tiny):
+    """WebNLG's checker reads no fact the input does not hold, so its "checker errors" read 0 for
+    a text that adds a place ("java") or a number ("1911"); the plan list names them in its
+    "invented" column (session 44). E2E's rows have no such column (its checker counts them)."""
+    from segviz import service
+    from segviz.records import parse_webnlg_triples
+
+    records = parse_webnlg_triples(["Ayam_penyet | region | Malaysia", "Ayam_penyet | established | 1901"])
+    text = "Ayam penyet is a dish from Malaysia and Java, since 1911."
+    view = service.cases_from_outputs("webnlg", [(records, text)], checkpoint.load(tiny / "webnlg-seg"), system="seg")[0].views["seg"]
+    overview = plans.PlanOverview(view, [1, 2], [view], 0, 0, beam=[view])
+    row = plans.plan_rows(overview, records, "webnlg")[0]
+    assert row["checker errors"] == 1 and row["invented"] == "1911, java"  # 1901 is missing; the rest unseen by the checker
+    assert "invented" not in plans.plan_rows(overview, records)[0]
+    assert "invented" not in plans.plan_rows(overview, records, "e2e")[0]

@@ -223,13 +223,40 @@ def test_invented_number_flags_a_number_no_figure_of_the_input_holds(tiny):
     assert where.record is None and where.span is not None and where.span[0] <= t < where.span[1]
     assert "invented number 911: framed" in where.note
     assert not any(r["kind"] == "invented number" for r in service.flagged_rows([case]))
-    note = service.invented_numbers_note("webnlg", records, view)  # the Playground's line under a text
-    assert note == 'Says a number no figure of the input holds (a fact the checker cannot see): "911".'
-    assert service.invented_numbers_note("e2e", records, view) is None  # E2E's checker judges its figures
+    note = service.invented_note("webnlg", records, view)  # the Playground's line under a text
+    assert note == 'Says a number no figure of the input holds: "911" (a fact the checker cannot see).'
+    assert service.invented_note("e2e", records, view) is None  # E2E's checker judges its figures
     fine = service.cases_from_outputs("webnlg", [(records, text[:45])], seg, system="upload")[0].views["upload"]
-    assert service.invented_numbers_note("webnlg", records, fine) is None  # "213" of 213.0 is held
+    assert service.invented_note("webnlg", records, fine) is None  # "213" of 213.0 is held
     e2e = service.cases_from_outputs("e2e", [([Record("name", "Blue Café")], "Blue Café is rated 3 out of 5.")], load(tiny / "e2e-seg"), system="upload")
     assert not any(r["kind"] == "invented number" for r in service.flagged_rows(e2e, "e2e"))  # the checker's to judge
+
+
+def test_invented_name_flags_a_name_the_input_does_not_hold(tiny):
+    """A word that training texts say almost only as a word of their input's names ("java"),
+    said where the input holds none, is an "invented name" flag framed in its segment, and the
+    Playground's note names it beside an invented number; the input's own names, its relation
+    words ("nasa" of "was selected by NASA") and an entity's initials ("afit" of
+    Air_Force_Institute_of_Technology) are not flags."""
+    from segviz.records import parse_webnlg_triples
+
+    seg = load(tiny / "webnlg-seg")
+    records = parse_webnlg_triples(["Ayam_penyet | region | Malaysia", "Alan_Shepard | was selected by NASA | 1959",
+                                    "Alan_Shepard | almaMater | Air_Force_Institute_of_Technology"])
+    text = "Ayam penyet is a dish from Malaysia and Java. Alan Shepard was selected by NASA in 1959 and went to AFIT in 1911."
+    case = service.cases_from_outputs("webnlg", [(records, text)], seg, system="upload")[0]
+    rows = [(r["kind"], r["record"]) for r in service.flagged_rows([case], "webnlg") if r["kind"].startswith("invented")]
+    assert rows == [("invented number", "number[1911]"), ("invented name", "name[java]")]
+    assert service.attribute_of("name[java]") == "name"
+    view = case.views["upload"]
+    where = service.flag_location(view, "invented name", None, "name[java]")
+    t = [w.lower() for w in view.result.tokens].index("java")
+    assert where.span is not None and where.span[0] <= t < where.span[1] and "invented name java: framed" in where.note
+    note = service.invented_note("webnlg", records, view)
+    assert note == ('Says a number no figure of the input holds: "1911"; and a name the input does not hold: "java" '
+                    "(a fact the checker cannot see).")
+    e2e = service.cases_from_outputs("e2e", [([Record("name", "Blue Café")], "Blue Café is in Java.")], load(tiny / "e2e-seg"), system="upload")
+    assert not any(r["kind"] == "invented name" for r in service.flagged_rows(e2e, "e2e"))  # E2E's checker reads names
 
 
 def test_flag_kinds_are_those_the_dataset_can_raise():
@@ -237,11 +264,12 @@ def test_flag_kinds_are_those_the_dataset_can_raise():
     "invented number" (its checker reads hallucinated slots), and WebNLG no "wrong" /
     "hallucinated" (its checker does not measure them)."""
     assert service.flag_kinds("e2e") == ["wrong", "repeated", "missing", "hallucinated"]
-    assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation", "invented number"]
+    assert service.flag_kinds("webnlg") == ["repeated", "missing", "other relation", "invented number", "invented name"]
     e2e, webnlg = service.flag_intro("e2e"), service.flag_intro("webnlg")  # the inspector's intro names them
     assert "stated wrongly" in e2e and "not in the input" in e2e and "other relation" not in e2e
     assert "stated wrongly" not in webnlg and "not in the input" not in webnlg and "other relation" in webnlg
     assert "invented number" in webnlg and "invented number" not in e2e
+    assert "invented name" in webnlg and "invented name" not in e2e  # session 44
     assert "does not check whom the text says it of" in webnlg and "whom" not in e2e  # session 25
 
 
@@ -303,7 +331,7 @@ def test_attribute_counts_and_case_label():
             {"record": "familyFriendly", "system": "ours", "kind": "hallucinated"},
             {"record": "A | country | B", "system": "ours", "kind": "missing"}]  # fmt: skip
     counts = service.attribute_counts(rows)
-    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0, "invented number": 0} in counts
+    assert {"attribute": "food", "system": "PG", "wrong": 1, "repeated": 0, "missing": 1, "hallucinated": 0, "other relation": 0, "invented number": 0, "invented name": 0} in counts
     assert [c["attribute"] for c in counts] == ["country", "familyFriendly", "food"]
     assert "other relation" not in service.attribute_counts(rows[:2], service.flag_kinds("e2e"))[0]  # a WebNLG kind
     case = service.Case(0, "k", [Record("name", "X" * 50), Record("food", "Thai" * 20)], {})

@@ -23,6 +23,7 @@ from segviz.decode.rules import (
     _phrases,
     _ran_on,
     _run_on,
+    _stranger_ids,
     _unheld_ids,
     date_phrases,
     dates_again,
@@ -116,6 +117,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_absent_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_unheld_ids(vocab, enc_ex.oov, records, rules)] = True
+    ban[_stranger_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     inner = _inner_ids(vocab, enc_ex.oov, names, entity_starts(vocab, enc_ex.oov, records))
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, inner,

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import torch
 
 from segviz.data import SPECIALS, Vocab
+from segviz.entities import held_words
 from segviz.invented import code_kind
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
@@ -543,6 +544,7 @@ class ValueRules:
     doubles: bool = False  # no word said twice in a row unless the input says it so ("the name name": session 22)
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     unheld: bool = False  # no word with a digit that no figure of the input holds ("911 metres" of 213.0: session 42)
+    strangers: bool = False  # no entity word the input does not hold ("malaysia and java": segviz.entities, session 44)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
     spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
@@ -554,6 +556,7 @@ class ValueRules:
     resegment: bool = False  # under r / rm: the unconstrained text, segmented again by the constrained search (its words forced), joins the n-best (session 39)
     codes: bool = False  # names: an unseen code ("978-0-14-303943-3", "09L/27R") is said whole, as an unseen name (session 33)
     dataset: str = ""  # whose checker ``rerank`` reads (set by Checkpoint.rules)
+    entities: frozenset = frozenset()  # entity words of the dataset (segviz.entities.shipped), for ``strangers``
     known: frozenset = frozenset()  # training names (segviz.lexicon.name_key): not "unseen" for ``names``
     segment_words: dict = field(default_factory=dict)  # attribute -> word -> values (segviz.lexicon.segment_words)
     relation_words: dict = field(default_factory=dict)  # word -> attributes whose segments say it (segviz.lexicon.relation_words)
@@ -601,7 +604,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -677,6 +680,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     :func:`doubled`); ``numbers`` says a number no more often than the input's records hold it
     (:func:`number_room`, :func:`numbers_spent`); ``unheld`` never says a word with a digit that
     no figure of the input holds in any form the references write it (:func:`_unheld_ids`);
+    ``strangers`` never says a word that training references say almost only as a word of an
+    entity of their input, where this input holds no such word (:func:`_stranger_ids`);
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
@@ -748,6 +753,16 @@ def _unheld_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
     figures = _per_vocab(vocab, "figures", lambda v: [(i, w) for i, w in enumerate(v.itos) if any(c.isdigit() for c in w)])
     held = held_figures(records)
     return [i for i, w in figures if w not in held]
+
+
+def _stranger_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
+    """Ids of the entity words (``rules.entities``, :mod:`segviz.entities`) that the input does not
+    hold (:func:`segviz.entities.held_words`), banned under ``rules.strangers``: a model that has
+    read many dishes adds a place the input does not give ("Ayam penyet is a dish from Malaysia
+    and java"). A copied word of the input (``oov``) is held."""
+    if not rules or not rules.strangers or not rules.entities:
+        return []
+    return _ids(vocab, oov, set(rules.entities - held_words(records)))
 
 
 _MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)

@@ -49,6 +49,7 @@ from segviz.decode.rules import (
     _said_ids,
     _said_once,
     _says_mask,
+    _stranger_ids,
     _subject_phrases,
     _unheld_ids,
     _value_forms,
@@ -587,6 +588,7 @@ class SegmentDecoder:
         ban[EOSEG_ID] = False  # "$" is an action here
         ban[_absent_ids(vocab, oov, records, rules, planned)] = True
         ban[_unheld_ids(vocab, oov, records, rules)] = True
+        ban[_stranger_ids(vocab, oov, records, rules)] = True
         if content_rule is None:
             content_rule = level.counts_realised or planned
         if mentions is None:
