@@ -1010,3 +1010,29 @@ def test_unheld_bans_a_number_no_figure_of_the_input_holds():
     assert faithfulness.check("webnlg", recs, unheld.text).errors == 0
     assert "213" in unheld.text and "1850.0" in unheld.text
     assert ck.rules().unheld and not ck.rules(shipped + "-unheld").unheld  # in its rules since session 42
+
+
+def test_strangers_keeps_a_forced_plan_from_naming_schools_the_input_does_not_hold():
+    """The shipped webnlg-seg on an invented test pilot, the plan reversed: without ``strangers``
+    it adds schools its training pilots went to ("graduated from ut, ma in austin … his alma
+    mater, afit"), which WebNLG's checker cannot see; with it (its shipped rules since session 44)
+    it names only the input's own school, and every record is still stated."""
+    from segviz.entities import invented_names, shipped
+
+    ck, recs, _ = _shipped_webnlg_rm([
+        ("Elena_Voss", "almaMater", '"NWC, M.A. 1957"'),
+        ("Elena_Voss", "birthPlace", "New_Hampshire"),
+        ("Elena_Voss", "nationality", "United_States"),
+        ("Elena_Voss", "occupation", "Test_pilot"),
+    ])  # fmt: skip
+
+    def gen(rules):
+        return decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, plan=[4, 3, 2, 1], rules=ck.rules(rules))
+
+    words = shipped("webnlg")
+    plain, strangers = gen(ck.default_rules + "-strangers"), gen(ck.default_rules)
+    assert invented_names(recs, plain.text, words) == ["ut", "austin", "afit"]
+    assert invented_names(recs, strangers.text, words) == []
+    assert "NWC, M.A. 1957" in strangers.text and not strangers.fallback_used
+    assert faithfulness.check("webnlg", recs, strangers.text).errors == 0
+    assert ck.rules().strangers and not ck.rules(ck.default_rules + "-strangers").strangers
