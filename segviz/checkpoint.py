@@ -74,7 +74,7 @@ class Checkpoint:
         return dataclasses.replace(
             rules, dataset=self.dataset, known=self.known_names, segment_words=self.segment_words,
             relation_words=self.relation_words, closed=datasets.get(self.dataset).closed_values,
-            entities=entities.shipped(self.dataset) if rules.strangers else frozenset(),
+            entities=entities.shipped(self.dataset),
             second=second, partner=(partner or self.partner()) if second else None,
         )  # fmt: skip
 

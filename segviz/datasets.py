@@ -92,6 +92,8 @@ class Dataset:
     checker_note: str = ""  # what the checker's "realised" does not tell (shown beside its verdicts)
     relation_words: bool = False  # the segment model learns words only one relation's segments say
     # (the inspector's "other relation" flag, segviz.rerank.misplaced_relations; E2E's lexicon has none)
+    entity_words: bool = False  # segviz/entities.json holds its entity words: the stress suites count invented
+    # names, the inspector flags them, the strangers rule reads them (segviz.entities; E2E's checker reads names itself)
     parse_upload: Callable[[bytes, Sequence[list[Record]] | None], list] | None = None  # an uploaded output file
     # and the dev inputs its bare lines pair with -> (line, records, output); None: "MR<TAB>output" lines
     references: Callable[[Path], list[tuple[str, list[Record], list[str]]]] | None = None  # dev split file ->
@@ -170,7 +172,7 @@ register(Dataset(
     name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
     files="webnlg/{split}", loader=_load_webnlg, parse=_parse_triples,
     check=check_webnlg, value_mentions=value_mentions_webnlg, own_entities=own_entities_webnlg, attributable=attributable_webnlg,
-    not_measured=frozenset({"wrong", "hallucinated"}), relation_words=True,
+    not_measured=frozenset({"wrong", "hallucinated"}), relation_words=True, entity_words=True,
     checker_note="The WebNLG checker finds each triple's object in the text (said, or said twice); it does not check "
     "whom the text says it of, so a triple marked realised can still be misattributed. The per-segment verdicts "
     "show which segment says each triple.",

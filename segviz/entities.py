@@ -6,7 +6,7 @@ or "he graduated from afit" (for ``almaMater | "NWC, M.A. 1957"``) passes it. A 
 18,102 training references, is said at least ``SHARE`` of the times as a token of one of that
 reference's own subjects or objects (and at least ``MIN_COUNT`` times) names an entity; said
 where the input holds no such token, it names one the input does not hold: an *invented name*
-(docs/design.md §6 "Invented names"). The stress suites count texts with one and the
+(docs/design.md §6, the ``strangers`` rule). The stress suites count texts with one and the
 Hallucination inspector flags it beside the checker, as the invented numbers
 (:func:`segviz.records.unheld_figures`); the ``strangers`` decoding rule never says one.
 
@@ -24,12 +24,12 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from segviz.records import Record, entity_text, is_function_word, relation_words, split_camel, tokenize
+from segviz.records import SUFFIXES, Record, entity_text, is_function_word, split_camel, strip_accents, tokenize
 
 FILE = Path(__file__).with_name("entities.json")
 SHARE = 0.9  # of a word's training occurrences, said as a token of its own input's entities
 MIN_COUNT = 3  # training occurrences at least
-DATASETS = ("webnlg",)  # E2E's checker reads its closed sets and names itself (hallucinated)
+MIN_LENGTH = 2  # characters: no single letter ("l" of runway "18 L / 36 R", said for "a. s. l." too)
 
 
 def _entity_tokens(records: Iterable[Record]) -> set[str]:
@@ -38,7 +38,7 @@ def _entity_tokens(records: Iterable[Record]) -> set[str]:
 
 
 def entity_words(examples: Iterable, share: float = SHARE, min_count: int = MIN_COUNT) -> list[str]:
-    """Sorted content words (no digit) of the references ``examples[i].target`` that are a token of
+    """Sorted content words (no digit, no single letter) of the references ``examples[i].target`` that are a token of
     one of ``examples[i].records``' entities in at least ``share`` of their ``>= min_count``
     occurrences: "java" 195 of 197, "airport" 2,560 of 2,565; not "president" (235 of 405) or
     "american" (174 of 550), which references say of relations and nationalities."""
@@ -46,7 +46,7 @@ def entity_words(examples: Iterable, share: float = SHARE, min_count: int = MIN_
     for ex in examples:
         ents = _entity_tokens(ex.records)
         words = [w.lower() for w in ex.target]
-        words = [w for w in words if not is_function_word(w) and not any(c.isdigit() for c in w)]
+        words = [w for w in words if len(w) >= MIN_LENGTH and not is_function_word(w) and not any(c.isdigit() for c in w)]
         total.update(words)
         inside.update(w for w in words if w in ents)
     return sorted(w for w, n in total.items() if n >= min_count and inside[w] >= share * n)
@@ -60,10 +60,14 @@ def shipped(dataset: str) -> frozenset[str]:
 
 
 def held_words(records: list[Record]) -> frozenset[str]:
-    """What the input holds in words (lower case): its entities' tokens, its relations' words
-    and the initials of each entity of two content words or more ("afit" of
-    Air_Force_Institute_of_Technology)."""
-    held = _entity_tokens(records) | {w.lower() for w in relation_words(records)}
+    """What the input holds in words (lower case): its entities' tokens, each also as the WebNLG
+    checker and the ``spellings`` / ``plurals`` rules read it (without accents, with a possessive
+    "'s", with a suffix of :data:`segviz.records.SUFFIXES`: "indian" of India, "beans" of
+    Kidney_bean), its attributes' words ("nasa" of ``was selected by NASA``) and the initials of
+    each entity of two content words or more ("afit" of Air_Force_Institute_of_Technology)."""
+    tokens = _entity_tokens(records)
+    held = {f for t in tokens for f in (t, strip_accents(t))}
+    held |= {f"{t}'s" for t in held} | {t + x for t in held if t[-1:].isalpha() for x in SUFFIXES}
     held |= {t.lower() for r in records for t in tokenize(split_camel(r.attribute.replace("_", " ")))}
     for r in records:
         for e in (r.subject or "", r.value):
@@ -73,21 +77,28 @@ def held_words(records: list[Record]) -> frozenset[str]:
     return frozenset(held)
 
 
+def stranger(word: str, words: frozenset[str], held: frozenset[str]) -> bool:
+    """True when ``word`` (lower case) is an entity word (``words``) that ``held``
+    (:func:`held_words`) holds in no spelling, accents aside."""
+    return word in words and word not in held and strip_accents(word) not in held
+
+
 def invented_names(records: list[Record], text: str, words: frozenset[str]) -> list[str]:
     """The entity words (``words``: :func:`shipped`) ``text`` says that the input does not hold
-    (:func:`held_words`), lower case, in text order: ["java"] of "Ayam penyet is a dish from
+    (:func:`stranger`), lower case, in text order: ["java"] of "Ayam penyet is a dish from
     Malaysia and Java." for an input without Java."""
     if not words:
         return []
     held = held_words(records)
-    return [w for w in (t.lower() for t in tokenize(text)) if w in words and w not in held]
+    return [w for w in (t.lower() for t in tokenize(text)) if stranger(w, words, held)]
 
 
 def main(argv: list[str] | None = None) -> int:
     from segviz.data import DataError, default_data_dir, load_split
+    from segviz.datasets import DATASETS, get
 
     p = argparse.ArgumentParser(prog="python -m segviz.entities", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", choices=DATASETS, default="webnlg")
+    p.add_argument("--dataset", choices=[d for d in DATASETS if get(d).entity_words], default="webnlg")
     p.add_argument("--data-dir", type=Path, default=None, help="default: $SEGVIZ_DATA or ../shared/data")
     args = p.parse_args(argv)
     try:
@@ -97,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     data = json.loads(FILE.read_text(encoding="utf-8")) if FILE.exists() else {}
     words = entity_words(examples)
-    data[args.dataset] = {"share": SHARE, "min_count": MIN_COUNT, "train_references": len(examples), "words": words}
+    data[args.dataset] = {"share": SHARE, "min_count": MIN_COUNT, "min_length": MIN_LENGTH,
+                          "train_references": len(examples), "words": words}
     FILE.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     print(f"{len(words)} entity words from {len(examples)} {args.dataset} training references -> {FILE}")
     return 0

@@ -33,7 +33,7 @@ def flag_kinds(dataset: str) -> list[str]:
     "invented name" where an entity-word list is shipped (:mod:`segviz.entities`: WebNLG)."""
     ds = get(dataset)
     beside = {"other relation": bool(ds.relation_words), "invented number": "hallucinated" in ds.not_measured,
-              "invented name": dataset in entities.DATASETS}
+              "invented name": ds.entity_words}
     return [k for k in FLAG_KINDS if k not in ds.not_measured and beside.get(k, True)]
 
 
@@ -340,7 +340,10 @@ def invented_note(dataset: str, records: Sequence[Record], view: SystemView) -> 
         words = list(dict.fromkeys(w for k, w in found if k == kind))
         if words:
             parts.append(f"{what}: " + ", ".join(f'"{w}"' for w in words))
-    return ("Says " + "; and ".join(parts) + " (a fact the checker cannot see).") if parts else None
+    if not parts:
+        return None
+    facts = "a fact" if len({w for _, w in found}) == 1 else "facts"
+    return "Says " + "; and ".join(parts) + f" ({facts} the checker cannot see)."
 
 
 def _word_location(view: SystemView, kind: str, label: str) -> FlagLocation:

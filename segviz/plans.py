@@ -134,7 +134,7 @@ def plan_rows(overview: PlanOverview, records: Sequence[Record], dataset: str | 
     ``dataset`` where its checker reads no fact the input does not hold (WebNLG), also the numbers
     and names each text invents (:func:`segviz.inspector.invented_words`), which its "checker
     errors" cannot count."""
-    invented = dataset is not None and "invented name" in flag_kinds(dataset)
+    invented = dataset is not None and bool({"invented number", "invented name"} & set(flag_kinds(dataset)))
     rows = []
     for rank, v in enumerate(overview.candidates, start=1):
         res = v.result
@@ -147,7 +147,7 @@ def plan_rows(overview: PlanOverview, records: Sequence[Record], dataset: str | 
             "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
             "per token": round(log_prob_per_token(res), 3),
             "checker errors": errors,
-            **({"invented": ", ".join(w for _, w in invented_words(dataset, records, res.text))} if invented else {}),
+            **({"invented": ", ".join(dict.fromkeys(w for _, w in invented_words(dataset, records, res.text)))} if invented else {}),
             "text": res.text,
         })
     return rows

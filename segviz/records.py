@@ -313,6 +313,9 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+SUFFIXES = ("s", "es", "n", "an", "ian")  # plurals and demonyms, as the WebNLG checker reads an entity's last word
+
+
 def strip_accents(text: str) -> str:
     """``text`` without its accents ("Arròs" -> "Arros"), as the checker and the names rule read it."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))

@@ -147,7 +147,7 @@ def score(dataset: str, records: list[Record], result: GenerationResult, system:
         )
     unheld = len(unheld_figures(records, result.text))  # numbers the input does not hold (the checker reads none)
     out = {"text": result.text, "faith": counts, "seg": seg, "fallback": result.fallback_used, "unheld": unheld}
-    if dataset in entities.DATASETS:  # names the input does not hold (segviz.entities; WebNLG's checker reads none)
+    if datasets.get(dataset).entity_words:  # names the input does not hold (segviz.entities; WebNLG's checker reads none)
         out["invented"] = len(entities.invented_names(records, result.text, entities.shipped(dataset)))
     return out
 

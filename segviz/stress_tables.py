@@ -213,6 +213,11 @@ def _table(head: list[str], rows: Iterable[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _names(by_system: dict[str, dict]) -> bool:
+    """Whether the rows count invented names (WebNLG, :mod:`segviz.entities`): their column is shown."""
+    return any(a.get("invented") is not None for a in by_system.values())
+
+
 def forced_table(by_system: dict[str, dict]) -> str:
     head = [
         "system (K >= 4)",
@@ -224,7 +229,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
         "repeated",
         "faithful segments",
         "invented numbers",
-        "invented names",
+        *(["invented names"] if _names(by_system) else []),
         "fallbacks",
     ]
 
@@ -237,7 +242,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
             *counts,
             _pct(a["faithful_share"]),
             _pct(a.get("unheld")),
-            _pct(a.get("invented")),
+            *([_pct(a.get("invented"))] if _names(by_system) else []),
             str(a["fallbacks"]),
         ]
 
@@ -257,7 +262,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
         "ratio",
         "faithful segments",
         "invented numbers",
-        "invented names",
+        *(["invented names"] if _names(by_system) else []),
         *(["stutters"] if stutter else []),
     ]
 
@@ -272,7 +277,7 @@ def unseen_table(by_system: dict[str, dict], word: str = "verbatim", stutter: bo
             "n/a" if ratio is None else f"{ratio:.2f}x",
             _pct(a["faithful_share"]),
             _pct(a.get("unheld")),
-            _pct(a.get("invented")),
+            *([_pct(a.get("invented"))] if _names(by_system) else []),
             *([_pct(a["stutter"])] if stutter else []),
         ]
 
@@ -292,7 +297,7 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
         *(["+RM cost, 95% interval", "references leaving a record out", "+RM cost where ours is exact (inputs)", "+RM cost against exact references"] if refs else []),
         *(f"SER {LABELS[s]}" for s in systems),
     ]
-    names = any(a[s].get("invented") is not None for a in by_k.values() for s in systems)  # WebNLG (segviz.entities)
+    names = any(_names(a) for a in by_k.values())  # WebNLG (segviz.entities)
     head += [f"invented names {LABELS[s]}" for s in systems] if names else []
 
     def row(K: str, a: dict[str, dict]) -> list[str]:

@@ -254,7 +254,7 @@ def test_invented_name_flags_a_name_the_input_does_not_hold(tiny):
     assert where.span is not None and where.span[0] <= t < where.span[1] and "invented name java: framed" in where.note
     note = service.invented_note("webnlg", records, view)
     assert note == ('Says a number no figure of the input holds: "1911"; and a name the input does not hold: "java" '
-                    "(a fact the checker cannot see).")
+                    "(facts the checker cannot see).")
     e2e = service.cases_from_outputs("e2e", [([Record("name", "Blue Café")], "Blue Café is in Java.")], load(tiny / "e2e-seg"), system="upload")
     assert not any(r["kind"] == "invented name" for r in service.flagged_rows(e2e, "e2e"))  # E2E's checker reads names
 

@@ -138,6 +138,25 @@ def test_score_counts_the_numbers_the_input_does_not_hold():
     assert row["unheld"] == 0 and "invented numbers" in stress.forced_table({"pg": stress.aggregate([row])})
 
 
+def test_score_counts_the_names_the_input_does_not_hold():
+    """WebNLG rows count the entity words a text says that its input does not hold (session 44),
+    and the forced and unseen tables show them; E2E rows have no such count and no such column."""
+    from segviz.records import Record
+    from segviz.result import GenerationResult
+
+    recs = [Record("region", "Malaysia", "Ayam_penyet")]
+    res = lambda t: GenerationResult("pg", [], t.lower().split(), t, [], [], [], [])  # noqa: E731
+    row = stress.score("webnlg", recs, res("Ayam penyet is a Malaysian dish from Malaysia and Java."), "pg")
+    assert row["invented"] == 1  # "java"; "malaysian" is Malaysia as the checker reads it
+    assert stress.score("webnlg", recs, res("Ayam penyet is from Malaysia."), "pg")["invented"] == 0
+    a = stress.aggregate([row, {**row, "invented": 0}])
+    assert a["invented"] == pytest.approx(0.5)
+    assert "invented names" in stress.forced_table({"pg": a}) and "invented names" in stress.unseen_table({"pg": {**a, "ser_real": 0.0}})
+    e2e = stress.score("e2e", [Record("name", "Blue Café")], res("Blue Café is in Java."), "pg")
+    assert "invented" not in e2e and stress.aggregate([e2e])["invented"] is None
+    assert "invented names" not in stress.forced_table({"pg": stress.aggregate([e2e])})
+
+
 def test_summary_and_tables(e2e_run):
     systems, items, results = e2e_run
     summary = stress.summarise(results, items, systems.names)

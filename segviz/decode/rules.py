@@ -20,12 +20,13 @@ from typing import NamedTuple
 import torch
 
 from segviz.data import SPECIALS, Vocab
-from segviz.entities import held_words
+from segviz.entities import held_words, stranger
 from segviz.invented import code_kind
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
     FUNCTION_WORDS,
     MONTHS,
+    SUFFIXES,
     Record,
     date_month,
     date_spellings,
@@ -757,12 +758,13 @@ def _unheld_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
 
 def _stranger_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
     """Ids of the entity words (``rules.entities``, :mod:`segviz.entities`) that the input does not
-    hold (:func:`segviz.entities.held_words`), banned under ``rules.strangers``: a model that has
+    hold in any spelling (:func:`segviz.entities.stranger`), banned under ``rules.strangers``: a model that has
     read many dishes adds a place the input does not give ("Ayam penyet is a dish from Malaysia
     and java"). A copied word of the input (``oov``) is held."""
     if not rules or not rules.strangers or not rules.entities:
         return []
-    return _ids(vocab, oov, set(rules.entities - held_words(records)))
+    held = held_words(records)
+    return _ids(vocab, oov, {w for w in rules.entities if stranger(w, rules.entities, held)})
 
 
 _MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)
@@ -1046,9 +1048,6 @@ def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
         if plain != word(t) and (plain in vocab.stoi or plain in oov):
             out[t] = vocab.stoi[plain] if plain in vocab.stoi else len(vocab) + oov.index(plain)
     return out
-
-
-SUFFIXES = ("s", "es", "n", "an", "ian")  # rules.plurals: as the WebNLG checker reads an entity's last word
 
 
 def spelling_twins(vocab: Vocab, oov: list[str], phrases, plurals: bool = False) -> dict[int, int]:
