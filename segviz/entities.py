@@ -24,7 +24,15 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from segviz.records import SUFFIXES, Record, entity_text, is_function_word, split_camel, strip_accents, tokenize
+from segviz.records import (
+    SUFFIXES,
+    Record,
+    entity_text,
+    is_function_word,
+    split_camel,
+    strip_accents,
+    tokenize,
+)
 
 FILE = Path(__file__).with_name("entities.json")
 SHARE = 0.9  # of a word's training occurrences, said as a token of its own input's entities

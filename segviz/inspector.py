@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from segviz import decode, entities
+from segviz import decode
 from segviz.checkpoint import Checkpoint
 from segviz.datasets import DATASETS, get
 from segviz.entities import invented_names, shipped
