@@ -93,6 +93,13 @@ if overview.appended:
     )
 
 
+def _invented(view) -> None:
+    """The numbers and names the text says that the input does not hold (WebNLG: its checker
+    cannot see them), under an output."""
+    if note := service.invented_note(dataset, records, view):
+        st.caption(viz.esc(note))  # words of the model's text
+
+
 def _move(k: int, delta: int) -> None:
     order = list(ss["plan_order"])
     i = order.index(k)
@@ -151,6 +158,7 @@ with right:
             st.markdown("##### The model's own output")
             st.caption(f"the model's own plan {' → '.join(map(str, overview.plan))}")
             ui.show_output(overview.own, records)
+            _invented(overview.own)
     else:
         if stale:
             st.warning("The beam size has changed since these outputs were generated: they are greyed out. "
@@ -170,6 +178,7 @@ with right:
                 if view.result is not None:
                     st.caption(f"log-probability {view.result.scores.get('log_prob', float('nan')):.2f} "
                                f"({service.log_prob_per_token(view.result):.3f} per token)")
+                    _invented(view)
                 if view.report is not None:
                     ui.status_table(locate.view_status_rows(view), key=f"plan_status_{title}", narrow=True)
         if len(outputs) == 2 and all(v.result is not None for v in outputs):
@@ -219,3 +228,4 @@ if ss.get("plan_samples") and ss["plan_samples"][0] == param:
             with col:
                 st.markdown(f"**plan {' → '.join(map(str, view.result.plan))}**")
                 ui.show_output(view, records)
+                _invented(view)

@@ -147,7 +147,8 @@ def plan_rows(overview: PlanOverview, records: Sequence[Record], dataset: str | 
             "log-prob": round(float(res.scores.get("log_prob", float("nan"))), 2),
             "per token": round(log_prob_per_token(res), 3),
             "checker errors": errors,
-            **({"invented": ", ".join(dict.fromkeys(w for _, w in invented_words(dataset, records, res.text)))} if invented else {}),
+            **({"invented": ", ".join(dict.fromkeys(w for _, w in invented_words(dataset, records, res.text))) or "none"}
+               if invented else {}),
             "text": res.text,
         })
     return rows

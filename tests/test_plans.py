@@ -83,5 +83,8 @@ def test_plan_rows_name_the_words_a_webnlg_text_invents(tiny):
     overview = plans.PlanOverview(view, [1, 2], [view], 0, 0, beam=[view])
     row = plans.plan_rows(overview, records, "webnlg")[0]
     assert row["checker errors"] == 1 and row["invented"] == "1911, java"  # 1901 is missing; the rest unseen by the checker
+    clean = service.cases_from_outputs("webnlg", [(records, "Ayam penyet is from Malaysia, since 1901.")],
+                                       checkpoint.load(tiny / "webnlg-seg"), system="seg")[0].views["seg"]
+    assert plans.plan_rows(plans.PlanOverview(clean, [1, 2], [clean], 0, 0, beam=[clean]), records, "webnlg")[0]["invented"] == "none"
     assert "invented" not in plans.plan_rows(overview, records)[0]
     assert "invented" not in plans.plan_rows(overview, records, "e2e")[0]
