@@ -46,9 +46,9 @@ def _entity_tokens(records: Iterable[Record]) -> set[str]:
 
 
 def entity_words(examples: Iterable, share: float = SHARE, min_count: int = MIN_COUNT) -> list[str]:
-    """Sorted content words (no digit, no single letter) of the references ``examples[i].target`` that are a token of
-    one of ``examples[i].records``' entities in at least ``share`` of their ``>= min_count``
-    occurrences: "java" 195 of 197, "airport" 2,560 of 2,565; not "president" (235 of 405) or
+    """Sorted content words (no digit, no single letter) of the references ``examples[i].target``
+    that are a token of one of ``examples[i].records``' entities in at least ``share`` of their
+    ``>= min_count`` occurrences: "java" 195 of 197, "airport" 2,560 of 2,565; not "president" (235 of 405) or
     "american" (174 of 550), which references say of relations and nationalities."""
     inside, total = Counter(), Counter()
     for ex in examples:

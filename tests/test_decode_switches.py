@@ -773,10 +773,10 @@ def test_once_stops_plus_rm_saying_an_object_twice():
     assert ck.rules().once  # the checkpoint's default rules, chosen on the tune half
 
 
-def _shipped_webnlg_rm(triples: list[tuple[str, str, str]]):
+def _shipped_webnlg_rm(triples: list[tuple[str, str, str]], plan: list[int] | None = None):
     """The shipped webnlg-seg, the records of ``triples`` (subject, attribute, value), and a
-    function decoding them under +RM (beam 5) with the value rules it is given; skips without
-    the checkpoint."""
+    function decoding them under +RM (beam 5; ``plan`` forced, if given) with the value rules it
+    is given; skips without the checkpoint."""
     from segviz.records import Record
 
     path = ROOT / "checkpoints" / "webnlg-seg"
@@ -784,7 +784,7 @@ def _shipped_webnlg_rm(triples: list[tuple[str, str, str]]):
         pytest.skip("shipped checkpoint missing")
     ck = checkpoint.load(path)
     recs = [Record(a, v, s) for s, a, v in triples]
-    return ck, recs, lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, rules=ck.rules(r))
+    return ck, recs, lambda r: decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, plan=plan, rules=ck.rules(r))
 
 
 def test_qualifiers_keeps_plus_rm_from_saying_a_qualifying_place_again():
@@ -1019,16 +1019,12 @@ def test_strangers_keeps_a_forced_plan_from_naming_schools_the_input_does_not_ho
     it names only the input's own school, and every record is still stated."""
     from segviz.entities import invented_names, shipped
 
-    ck, recs, _ = _shipped_webnlg_rm([
+    ck, recs, gen = _shipped_webnlg_rm([
         ("Elena_Voss", "almaMater", '"NWC, M.A. 1957"'),
         ("Elena_Voss", "birthPlace", "New_Hampshire"),
         ("Elena_Voss", "nationality", "United_States"),
         ("Elena_Voss", "occupation", "Test_pilot"),
-    ])  # fmt: skip
-
-    def gen(rules):
-        return decode.generate_seg(ck.model, ck.vocab, recs, "rm", 5, plan=[4, 3, 2, 1], rules=ck.rules(rules))
-
+    ], plan=[4, 3, 2, 1])  # fmt: skip
     words = shipped("webnlg")
     plain, strangers = gen(ck.default_rules + "-strangers"), gen(ck.default_rules)
     assert invented_names(recs, plain.text, words) == ["ut", "austin", "afit"]
