@@ -106,3 +106,14 @@ def test_webnlg_a_qualifying_place_inside_the_segments_own_value_is_not_another_
     assert [v.verdict for v in vs] == ["faithful", "faithful"]
     vs = _verdicts("webnlg", recs, [("Andrews County Airport serves Austin", 1), ("in Texas .", None)])
     assert [v.verdict for v in vs] == ["faithful", "other record"]
+
+
+def test_webnlg_a_name_absent_from_the_input():
+    """A segment that names an entity the input does not hold ("Java", an entity word of
+    segviz.entities) states a value absent from the input, as an invented number does; the input's
+    own names, in the checker's spelling ("indonesian" of Indonesia), do not."""
+    recs = parse_webnlg_triples(["Ayam_penyet | region | Malaysia", "Ayam_penyet | country | Indonesia"])
+    vs = _verdicts("webnlg", recs, [("Ayam penyet is a dish from Malaysia and Java .", 1), ("It is Indonesian .", 2)])
+    assert [v.verdict for v in vs] == ["absent value", "faithful"] and vs[0].absent == ("java",)
+    vs = _verdicts("webnlg", recs, [("Ayam penyet is a dish from Malaysia", 1), ("and Java .", None), ("It comes from Indonesia .", 2)])
+    assert [v.verdict for v in vs] == ["faithful", "absent value", "faithful"]

@@ -8,7 +8,8 @@ record-level checker (:mod:`segviz.faithfulness.e2e`, :mod:`segviz.faithfulness.
 once on the whole text so that context ("a *high* customer rating") is seen; each value mention
 then belongs to the segment that holds most of its characters.
 
-Verdicts, first match wins: ``absent value`` (states a value not in the input), ``other
+Verdicts, first match wins: ``absent value`` (states a value not in the input; WebNLG: a number
+no input entity holds, or a name it does not hold, :mod:`segviz.entities`), ``other
 record`` (states another record's value; for WebNLG naming the segment's own subject or object
 never counts, nor a value said inside the segment's own value, :func:`_nested`), ``filler`` (only function words and punctuation, in a record that has another
 segment with a content word: what the ``fillers`` decoding switch allows, docs/design.md §6; it
