@@ -6,8 +6,8 @@ import functools
 import re
 from collections import Counter
 
-from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.entities import held_words, shipped
+from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.records import MONTHS, Record
 
 # ----------------------------------------------------------------------------- WebNLG
