@@ -21,6 +21,10 @@ dataset = ui.page(
 )
 ss = st.session_state
 qp = st.query_params
+PASTE_HINTS = {  # what the paste box takes (segviz.rows.rows_from_text)
+    "e2e": "name[The Eagle], eatType[coffee shop], food[French]",
+    "webnlg": "Ayam_penyet | country | Indonesia\nAyam_penyet | region | Malaysia",
+}
 
 
 def _set_rows(rows: list[dict]) -> None:
@@ -37,6 +41,19 @@ def _pick_example() -> None:
     elif choice in dev:
         _set_rows(service.rows_from_records(dataset, dev[choice]))
     ss.setdefault("playground_kept_example", {})[dataset] = choice  # shown again after a switch and back
+
+
+def _paste() -> None:
+    """Replace the table with the pasted records, or say why they cannot be read (the table and
+    the pasted text are kept)."""
+    try:
+        rows = service.rows_from_text(dataset, ss.get("playground_paste", ""))
+    except RecordError as e:
+        ss["playground_paste_error"] = (dataset, f"The pasted records were not used: {e}")
+        return
+    ss.pop("playground_paste_error", None)
+    _set_rows(rows)
+    ss["playground_example"] = "—"  # the table now holds the user's own records
 
 
 # ----- the records: from the URL on first load, a bundled example otherwise ----------------------
@@ -76,6 +93,10 @@ if last and len(last) == 4:  # a request from before the checker-guided option
     last = ss["playground_request"] = (*last, False)
 last = last if last and last[0] == dataset else None  # the last request's settings, when the URL has none
 
+edits = ss.get(f"playground_editor_{version}") or {}  # the editor's changes to the rows it was given
+if any(edits.get(k) for k in ("edited_rows", "added_rows", "deleted_rows")):
+    ss["playground_example"] = ss.setdefault("playground_kept_example", {})[dataset] = "—"  # no longer the example
+
 dev, dev_msg = ui.dev_inputs(dataset)
 options = ["—"] + list(examples_for(dataset)) + [key for key, _ in dev]
 dev_labels = {key: service.input_label(key, records, n=1000) for key, records in dev}  # whole: MRs share beginnings
@@ -92,6 +113,14 @@ with left:
         key=f"playground_editor_{ss['playground_editor_version']}",
         column_config={c: st.column_config.TextColumn(c) for c in service.columns(dataset)},
     )
+    with st.expander("Paste records as the data writes them"):
+        st.text_area(
+            "Records", key="playground_paste", height=110, placeholder=PASTE_HINTS.get(dataset, ""),
+            help="One input as the dataset's files write it; the table is replaced by its records.",
+        )
+        st.button("Replace the table with these records", key="playground_paste_go", on_click=_paste)
+        if (paste_error := ss.get("playground_paste_error")) and paste_error[0] == dataset:
+            ui.error(paste_error[1])
 with right:
     constraints = ui.constraint_picker("playground_constraints", qp.get("constraints") or (last[2] if last else "rm"))
     try:

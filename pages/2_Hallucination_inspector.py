@@ -72,11 +72,10 @@ if not cases:
     st.stop()
 
 rows = service.flagged_rows(cases, dataset)
-c1, c2 = st.columns(2)
-offered = service.flag_kinds(dataset)
-kinds = c1.multiselect("Kinds", offered, default=offered, key=f"insp_kinds_{dataset}")
+offered = service.flag_kinds(dataset)  # a row of its own: five chips did not fit half the width
+kinds = st.multiselect("Kinds", offered, default=offered, key=f"insp_kinds_{dataset}")
 attributes = sorted({service.attribute_of(r["record"]) for r in rows})
-picked_attributes = c2.multiselect("Attributes", attributes, default=[], key="insp_attributes",
+picked_attributes = st.multiselect("Attributes", attributes, default=[], key="insp_attributes",
                                    placeholder="all attributes")
 rows = [r for r in rows if r["kind"] in kinds and (not picked_attributes or service.attribute_of(r["record"]) in picked_attributes)]
 n_flagged = len({r["case"] for r in rows})

@@ -57,17 +57,37 @@ def _cell(row: dict, col: str) -> str:
     return str(v).strip()
 
 
+def rows_from_text(dataset: str, text: str) -> list[dict]:
+    """Records pasted as the data writes them -> editor rows, validated as the editor's are.
+    WebNLG: one ``subject | predicate | object`` per line (or several on a line, split by ";", as
+    in an uploaded output file); E2E: ``name[X], food[Y]`` on one line or over several. Raises
+    :class:`RecordError` naming the line that cannot be read; nothing is returned in part."""
+    ds, records = get(dataset), []
+    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise RecordError(f"nothing to read: paste one input as the {ds.title} data writes it")
+    for n, line in lines:
+        try:
+            records += ds.parse(line)
+        except RecordError as e:
+            raise RecordError(f"line {n}: {e}") from e
+    rows = rows_from_records(dataset, records)
+    records_from_rows(dataset, rows, unit="record")  # the editor's checks: duplicates, limits, words
+    return rows
+
+
 @dataclass
 class ParsedRecords:
     records: list[Record]
     warnings: list[str] = field(default_factory=list)
 
 
-def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
+def records_from_rows(dataset: str, rows: Sequence[dict], unit: str = "row") -> ParsedRecords:
     """Editor rows -> records. Fully blank rows are skipped; raises :class:`RecordError` on a
     partly blank row, a duplicate attribute / triple, no records, more than ``MAX_RECORDS``, or more
     than ``MAX_SOURCE_TOKENS`` words in all.
-    Unknown E2E attributes only warn (the model copies what it does not know)."""
+    Unknown E2E attributes only warn (the model copies what it does not know). ``unit`` names a
+    row in the messages ("record" for pasted records)."""
     ds = get(dataset)
     cols = list(ds.columns)
     records: list[Record] = []
@@ -79,21 +99,25 @@ def records_from_rows(dataset: str, rows: Sequence[dict]) -> ParsedRecords:
             continue
         whole = next(((c, v) for c, v in zip(cols, cells, strict=True) if _written_whole(ds, v)), None)
         if whole is not None:
-            raise RecordError(f"row {n}: the {whole[0]} cell holds records written as in the data ({whole[1]!r}); "
-                              f"give each record its own row, with its parts in the columns {', '.join(cols)}")
+            raise RecordError(f"{unit} {n}: the {whole[0]} cell holds records written as in the data ({whole[1]!r}); "
+                              f"give each record its own row, with its parts in the columns {', '.join(cols)} "
+                              "(or paste them under 'Paste records', which splits them)")
+        if cut := next(((c, x) for c, v in zip(cols, cells, strict=True) for x in ds.reserved if x in v), None):
+            raise RecordError(f"{unit} {n}: the {cut[0]} cell holds {cut[1]!r}, which frames a record's parts where the "
+                              f"{ds.title} data writes them; leave it out (each part has its own column)")
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:
             verb, it = ("is", "it") if len(blank) == 1 else ("are", "them")
-            raise RecordError(f"row {n}: {' and '.join(blank)} {verb} blank; fill {it} in or delete the row")
+            raise RecordError(f"{unit} {n}: {' and '.join(blank)} {verb} blank; fill {it} in or delete the row")
         rec = ds.record(cells)
         ident, what = ds.key(rec)
-        warnings += [f"row {n}: {w}" for w in record_warnings(dataset, rec)]
+        warnings += [f"{unit} {n}: {w}" for w in record_warnings(dataset, rec)]
         if ident in seen:
             raise RecordError(
-                f"row {n}: duplicate {what} (also in row {seen[ident]}); each record may appear once"
+                f"{unit} {n}: duplicate {what} (also in {unit} {seen[ident]}); each record may appear once"
             )
         if not rec.tokens:
-            raise RecordError(f"row {n}: {rec.label!r} contains no words")
+            raise RecordError(f"{unit} {n}: {rec.label!r} contains no words")
         seen[ident] = n
         records.append(rec)
     if not records:

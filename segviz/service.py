@@ -84,6 +84,7 @@ from segviz.rows import (
     records_from_rows,
     records_to_param,
     rows_from_records,
+    rows_from_text,
     unknown_words_warning,
 )
 from segviz.systems import (
@@ -142,6 +143,7 @@ __all__ = [
     "missing_message",
     "columns",
     "rows_from_records",
+    "rows_from_text",
     "plain_rows",
     "records_from_rows",
     "record_warnings",

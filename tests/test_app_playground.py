@@ -239,3 +239,40 @@ def test_a_visit_to_another_page_keeps_the_dataset_the_edits_and_the_settings(en
     assert at.query_params["records"] == service.records_to_param(records) and at.query_params["constraints"] == "r"
     assert sum('class="segviz-text"' in m.value for m in at.markdown) == 2
     assert any("does not check whom the text says it of" in c.value for c in at.caption)  # session 25: what "realised" means
+
+
+def test_pasted_records_replace_the_table_and_bad_ones_are_refused(env):
+    """Records pasted as the data writes them fill the table (WebNLG: a triple a line, or several
+    split by ";"); a line that cannot be read is named, and the table and the pasted text stay."""
+    at = _app()
+    at.radio(key="sidebar_dataset").set_value("webnlg").run()
+    before = at.session_state["playground_rows"]
+    at.text_area(key="playground_paste").set_value("Ayam_penyet | country | Indonesia\nAyam_penyet | region").run()
+    at.button(key="playground_paste_go").click().run()
+    assert not at.exception and at.session_state["playground_rows"] == before
+    assert any("line 2: triple must have 3 parts" in html_lib.unescape(e.value) for e in at.error)
+    assert at.text_area(key="playground_paste").value.endswith("| region")  # nothing lost
+    at.text_area(key="playground_paste").set_value("Ayam_penyet | country | Indonesia ; Ayam_penyet | region | Malaysia").run()
+    at.button(key="playground_paste_go").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["playground_rows"] == [
+        {"subject": "Ayam_penyet", "predicate": "country", "object": "Indonesia"},
+        {"subject": "Ayam_penyet", "predicate": "region", "object": "Malaysia"},
+    ]
+    assert at.selectbox(key="playground_example").value == "—"  # the table no longer holds an example
+    _generate(at)
+    assert len(at.session_state["playground_request"]) == 5 and "Malaysia" in at.session_state["playground_request"][1]
+
+
+def test_example_box_reads_none_once_the_table_is_edited(env):
+    """A new user edited a bundled example's rows and the box still named the example: after an
+    edit it reads "—", and picking the example again loads its rows."""
+    at = _app()
+    first = next(iter(EXAMPLES["e2e"]))
+    v = at.session_state["playground_editor_version"]
+    at.session_state[f"playground_editor_{v}"] = {"edited_rows": {0: {"value": "Zizzi"}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception and at.selectbox(key="playground_example").value == "—"
+    at.selectbox(key="playground_example").set_value(first).run()
+    assert not at.exception and at.selectbox(key="playground_example").value == first
+    assert at.session_state["playground_rows"] == service.rows_from_records("e2e", EXAMPLES["e2e"][first])

@@ -262,3 +262,32 @@ def test_blank_cells_are_named_with_the_right_verb_and_kept_as_empty_strings():
         service.records_from_rows("webnlg", [{"subject": "A", "predicate": "p", "object": " "}])
     rows = pd.DataFrame([{"subject": " A ", "predicate": None, "object": "B"}], dtype="string").to_dict("records")
     assert service.plain_rows(rows) == [{"subject": "A", "predicate": "", "object": "B"}]
+
+
+def test_a_cell_holding_a_sign_that_frames_a_records_parts_is_refused():
+    """A WebNLG cell with "|" or an E2E cell with a bracket could not be written back as the data
+    writes a record (the case export's labels, a pasted input): refused, naming the cell and sign."""
+    from segviz import service
+    from segviz.records import RecordError
+
+    with pytest.raises(RecordError, match=r"row 1: the subject cell holds '\|', which frames a record's parts"):
+        service.records_from_rows("webnlg", [{"subject": "A | B", "predicate": "country", "object": "France"}])
+    with pytest.raises(RecordError, match=r"row 2: the value cell holds '\]'"):
+        service.records_from_rows("e2e", [{"attribute": "food", "value": "Thai"}, {"attribute": "name", "value": "The Mill]"}])
+
+
+def test_pasted_records_are_read_as_the_data_writes_them_or_refused_by_line():
+    from segviz import service
+    from segviz.records import RecordError
+
+    rows = service.rows_from_text("e2e", "name[The Mill], food[Thai]\n\n  near[Café Rouge]  ")
+    assert rows == [{"attribute": "name", "value": "The Mill"}, {"attribute": "food", "value": "Thai"},
+                    {"attribute": "near", "value": "Café Rouge"}]  # fmt: skip
+    with pytest.raises(RecordError, match=r"line 2: cannot parse slot at 'near Café Rouge'"):
+        service.rows_from_text("e2e", "name[The Mill]\nnear Café Rouge")
+    with pytest.raises(RecordError, match=r"line 1: duplicate triple 'A \| b \| c'"):
+        service.rows_from_text("webnlg", "A | b | c; A | b | c")
+    with pytest.raises(RecordError, match=r"record 2: duplicate triple 'A \| b \| c' \(also in record 1\)"):
+        service.rows_from_text("webnlg", "A | b | c\nA | b | c")
+    with pytest.raises(RecordError, match="nothing to read"):
+        service.rows_from_text("webnlg", " \n ")
