@@ -41,19 +41,20 @@ def _pick_example() -> None:
     elif choice in dev:
         _set_rows(service.rows_from_records(dataset, dev[choice]))
     ss.setdefault("playground_kept_example", {})[dataset] = choice  # shown again after a switch and back
+    ss.pop("playground_paste_error", None)
 
 
 def _paste() -> None:
     """Replace the table with the pasted records, or say why they cannot be read (the table and
     the pasted text are kept)."""
     try:
-        rows = service.rows_from_text(dataset, ss.get("playground_paste", ""))
+        rows = service.rows_from_text(dataset, ss.get(f"playground_paste_{dataset}", ""))
     except RecordError as e:
         ss["playground_paste_error"] = (dataset, f"The pasted records were not used: {e}")
         return
     ss.pop("playground_paste_error", None)
     _set_rows(rows)
-    ss["playground_example"] = "—"  # the table now holds the user's own records
+    ss["playground_example"] = ss.setdefault("playground_kept_example", {})[dataset] = "—"  # the user's own records
 
 
 # ----- the records: from the URL on first load, a bundled example otherwise ----------------------
@@ -115,8 +116,9 @@ with left:
     )
     with st.expander("Paste records as the data writes them"):
         st.text_area(
-            "Records", key="playground_paste", height=110, placeholder=PASTE_HINTS.get(dataset, ""),
+            "Records", key=f"playground_paste_{dataset}", height=110, placeholder=PASTE_HINTS.get(dataset, ""),
             help="One input as the dataset's files write it; the table is replaced by its records.",
+            on_change=lambda: ss.pop("playground_paste_error", None),  # an old message goes with the text it was about
         )
         st.button("Replace the table with these records", key="playground_paste_go", on_click=_paste)
         if (paste_error := ss.get("playground_paste_error")) and paste_error[0] == dataset:

@@ -71,9 +71,12 @@ def held_words(records: list[Record]) -> frozenset[str]:
     """What the input holds in words (lower case): its entities' tokens, each also as the WebNLG
     checker and the ``spellings`` / ``plurals`` rules read it (without accents, with a possessive
     "'s", with a suffix of :data:`segviz.records.SUFFIXES`: "indian" of India, "beans" of
-    Kidney_bean), its attributes' words ("nasa" of ``was selected by NASA``) and the initials of
+    Kidney_bean; the words of every spelling the checker reads as the entity: "britain" of
+    United_Kingdom, :func:`segviz.faithfulness.webnlg.spellings`), its attributes' words ("nasa" of ``was selected by NASA``) and the initials of
     each entity of two content words or more ("afit" of Air_Force_Institute_of_Technology)."""
-    tokens = _entity_tokens(records)
+    from segviz.faithfulness.webnlg import spellings  # the checker's: "britain" of United_Kingdom
+
+    tokens = _entity_tokens(records) | {t for r in records for e in (r.subject or "", r.value) for s in spellings(e) for t in tokenize(s)}
     held = {f for t in tokens for f in (t, strip_accents(t))}
     held |= {f"{t}'s" for t in held} | {t + x for t in held if t[-1:].isalpha() for x in SUFFIXES}
     held |= {t.lower() for r in records for t in tokenize(split_camel(r.attribute.replace("_", " ")))}

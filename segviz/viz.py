@@ -109,7 +109,7 @@ def _short(label: str, n: int = 28) -> str:
 
 # per-segment verdicts (segviz.faithfulness.segment_verdicts): icon + word, never colour alone
 VERDICT_ICONS = {"faithful": "✓ faithful", "unrealised": "– unrealised", "other record": "✗ other record",
-                 "absent value": "+ absent value", "filler": "· filler"}  # fmt: skip
+                 "absent value": "+ absent value", "invented name": "+ invented name", "filler": "· filler"}  # fmt: skip
 
 
 def _hover(k: int | None, names: dict, v) -> str:
@@ -120,8 +120,8 @@ def _hover(k: int | None, names: dict, v) -> str:
     out += f" · {VERDICT_ICONS.get(v.verdict, v.verdict)}"
     if v.others:
         out += " (states " + ", ".join(f"record {j}" for j in v.others) + ")"
-    if v.absent:
-        out += " (not in the input: " + ", ".join(v.absent) + ")"
+    if v.absent or v.invented:
+        out += " (not in the input: " + ", ".join(v.absent + v.invented) + ")"
     return out
 
 

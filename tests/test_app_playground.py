@@ -247,12 +247,14 @@ def test_pasted_records_replace_the_table_and_bad_ones_are_refused(env):
     at = _app()
     at.radio(key="sidebar_dataset").set_value("webnlg").run()
     before = at.session_state["playground_rows"]
-    at.text_area(key="playground_paste").set_value("Ayam_penyet | country | Indonesia\nAyam_penyet | region").run()
+    at.text_area(key="playground_paste_webnlg").set_value("Ayam_penyet | country | Indonesia\nAyam_penyet | region").run()
     at.button(key="playground_paste_go").click().run()
     assert not at.exception and at.session_state["playground_rows"] == before
     assert any("line 2: triple must have 3 parts" in html_lib.unescape(e.value) for e in at.error)
-    assert at.text_area(key="playground_paste").value.endswith("| region")  # nothing lost
-    at.text_area(key="playground_paste").set_value("Ayam_penyet | country | Indonesia ; Ayam_penyet | region | Malaysia").run()
+    assert at.text_area(key="playground_paste_webnlg").value.endswith("| region")  # nothing lost
+    at.text_area(key="playground_paste_webnlg").set_value("Ayam_penyet | region").run()  # edited: the old message goes
+    assert not at.error
+    at.text_area(key="playground_paste_webnlg").set_value("Ayam_penyet | country | Indonesia ; Ayam_penyet | region | Malaysia").run()
     at.button(key="playground_paste_go").click().run()
     assert not at.exception and not at.error
     assert at.session_state["playground_rows"] == [
@@ -260,6 +262,10 @@ def test_pasted_records_replace_the_table_and_bad_ones_are_refused(env):
         {"subject": "Ayam_penyet", "predicate": "region", "object": "Malaysia"},
     ]
     assert at.selectbox(key="playground_example").value == "—"  # the table no longer holds an example
+    pasted = at.session_state["playground_rows"]
+    at.radio(key="sidebar_dataset").set_value("e2e").run()
+    at.radio(key="sidebar_dataset").set_value("webnlg").run()  # a switch and back: the pasted rows, the box "—"
+    assert at.session_state["playground_rows"] == pasted and at.selectbox(key="playground_example").value == "—"
     _generate(at)
     assert len(at.session_state["playground_request"]) == 5 and "Malaysia" in at.session_state["playground_request"][1]
 

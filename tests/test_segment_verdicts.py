@@ -108,12 +108,18 @@ def test_webnlg_a_qualifying_place_inside_the_segments_own_value_is_not_another_
     assert [v.verdict for v in vs] == ["faithful", "other record"]
 
 
-def test_webnlg_a_name_absent_from_the_input():
+def test_webnlg_a_name_the_input_does_not_hold():
     """A segment that names an entity the input does not hold ("Java", an entity word of
-    segviz.entities) states a value absent from the input, as an invented number does; the input's
-    own names, in the checker's spelling ("indonesian" of Indonesia), do not."""
-    recs = parse_webnlg_triples(["Ayam_penyet | region | Malaysia", "Ayam_penyet | country | Indonesia"])
-    vs = _verdicts("webnlg", recs, [("Ayam penyet is a dish from Malaysia and Java .", 1), ("It is Indonesian .", 2)])
-    assert [v.verdict for v in vs] == ["absent value", "faithful"] and vs[0].absent == ("java",)
+    segviz.entities) is an "invented name", as the inspector flags it; the input's own names in the
+    checker's spellings ("Indonesian" of Indonesia, "Britain" of United_Kingdom) and a possessive
+    ("the state's") are not. Not a fault the rerank switch counts."""
+    from segviz.rerank import SEGMENT_FAULTS
+
+    recs = parse_webnlg_triples(["Ayam_penyet | region | Malaysia", "Ayam_penyet | country | Indonesia",
+                                 "Bakewell_pudding | country | United_Kingdom"])
+    vs = _verdicts("webnlg", recs, [("Ayam penyet is a dish from Malaysia and Java .", 1), ("It is Indonesian .", 2),
+                                    ("Bakewell pudding is from Britain , the state 's pride .", 3)])
+    assert [v.verdict for v in vs] == ["invented name", "faithful", "faithful"] and vs[0].invented == ("java",)
     vs = _verdicts("webnlg", recs, [("Ayam penyet is a dish from Malaysia", 1), ("and Java .", None), ("It comes from Indonesia .", 2)])
-    assert [v.verdict for v in vs] == ["faithful", "absent value", "faithful"]
+    assert [v.verdict for v in vs] == ["faithful", "invented name", "faithful"]
+    assert segment_totals(vs)["null_with_value"] == 1 and "invented name" not in SEGMENT_FAULTS

@@ -253,7 +253,7 @@ def test_invented_name_flags_a_name_the_input_does_not_hold(tiny):
     t = [w.lower() for w in view.result.tokens].index("java")
     assert where.span is not None and where.span[0] <= t < where.span[1] and "invented name java: framed" in where.note
     framed = next(v for v in view.segment_verdicts if (v.start, v.end) == where.span)
-    assert framed.verdict == "absent value" and "java" in framed.absent  # not "faithful" beside the flag
+    assert framed.verdict == "invented name" and framed.invented == ("java",)  # not "faithful" beside the flag
     note = service.invented_note("webnlg", records, view)
     assert note == ('Says a number no figure of the input holds: "1911"; and a name the input does not hold: "java" '
                     "(facts the checker cannot see).")

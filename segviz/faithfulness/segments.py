@@ -8,8 +8,10 @@ record-level checker (:mod:`segviz.faithfulness.e2e`, :mod:`segviz.faithfulness.
 once on the whole text so that context ("a *high* customer rating") is seen; each value mention
 then belongs to the segment that holds most of its characters.
 
-Verdicts, first match wins: ``absent value`` (states a value not in the input; WebNLG: a number
-no input entity holds, or a name it does not hold, :mod:`segviz.entities`), ``other
+Verdicts, first match wins: ``absent value`` (states a value not in the input; WebNLG: also a
+number no input entity holds), ``invented name`` (names an entity the input does not hold, where
+the dataset has a list of entity words: :func:`segviz.entities.invented_names`, the reading of the
+inspector's "invented name" flag; not a fault the ``rerank`` switch counts), ``other
 record`` (states another record's value; for WebNLG naming the segment's own subject or object
 never counts, nor a value said inside the segment's own value, :func:`_nested`), ``filler`` (only function words and punctuation, in a record that has another
 segment with a content word: what the ``fillers`` decoding switch allows, docs/design.md §6; it
@@ -22,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from segviz.entities import invented_names, shipped
 from segviz.faithfulness.common import ValueMention, normalise
 from segviz.records import Record, detokenize, is_function_word
 
-SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value", "filler")
+SEGMENT_VERDICTS = ("faithful", "unrealised", "other record", "absent value", "invented name", "filler")
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,14 @@ class SegmentVerdict:
     others: tuple[int, ...]  # other input records (1..K) whose value the segment states
     absent: tuple[str, ...]  # stated values that are not in the input
     filler: bool = False  # function words only, and the record has a segment with a content word
+    invented: tuple[str, ...] = ()  # entity words it says that the input does not hold (segviz.entities)
 
     @property
     def verdict(self) -> str:
         if self.absent:
             return "absent value"
+        if self.invented:
+            return "invented name"
         if self.others:
             return "other record"
         if self.filler:
@@ -68,6 +74,12 @@ def _own_entities(dataset: str, record: Record | None) -> frozenset[str]:
     from segviz.datasets import get
 
     return get(dataset).own_entities(record) if record is not None else frozenset()
+
+
+def _invented(dataset: str, records: list[Record], text: str) -> tuple[str, ...]:
+    from segviz.datasets import get
+
+    return tuple(invented_names(records, text, shipped(dataset))) if get(dataset).entity_words else ()
 
 
 def _owner(m: ValueMention, spans: list[tuple[int, int]]) -> int:
@@ -112,7 +124,8 @@ def segment_verdicts(
             and not all(_nested(m, own) for m in ms if m.record == j - 1)
         )
         absent = tuple(norm[m.start : m.end] for m in ms if m.record is None)
-        out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent, bool(k) and x and k in said))
+        invented = _invented(dataset, records, detokenize(tokens[s:e], records))
+        out.append(SegmentVerdict(s, e, k, text, k in stated, tuple(others), absent, bool(k) and x and k in said, invented))
     return out
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 
-from segviz.entities import held_words, shipped
 from segviz.faithfulness.common import FaithReport, RecordVerdict, ValueMention, normalise
 from segviz.records import MONTHS, Record
 
@@ -267,24 +265,7 @@ def value_mentions_webnlg(records: list[Record], norm: str) -> list[ValueMention
     out += [
         ValueMention(m.start(), m.end(), None) for m in _NUMBER.finditer(norm) if int(m.group()) not in known
     ]
-    out += _invented_name_mentions(records, norm)
     return sorted(out, key=lambda m: (m.start, m.end))
-
-
-def _invented_name_mentions(records: list[Record], norm: str) -> list[ValueMention]:
-    """Words of ``norm`` that name an entity the input does not hold (:mod:`segviz.entities`: "java"
-    of "... a dish from malaysia and java" for an input without Java), as values absent from the
-    input (record None), read in :func:`normalise`'s spelling (no accents, no apostrophes)."""
-    words = _normalised_entity_words()
-    if not words:
-        return []
-    strangers = words - {normalise(w) for w in held_words(records)}
-    return [ValueMention(m.start(), m.end(), None) for m in re.finditer(r"\w+", norm) if m.group() in strangers]
-
-
-@functools.lru_cache(maxsize=1)
-def _normalised_entity_words() -> frozenset[str]:
-    return frozenset(normalise(w) for w in shipped("webnlg"))
 
 
 def attributable_webnlg(records: list[Record]) -> frozenset[int]:
