@@ -998,14 +998,14 @@ def test_held_figures_read_a_number_as_the_references_write_it():
 def test_unheld_bans_a_number_no_figure_of_the_input_holds():
     """The shipped webnlg-seg under +RM, on an invented airport: without ``unheld`` the text says
     the elevation twice, once as a number the input does not give ("… 213.0 metres above sea
-    level. It is located 911 metres above the sea level"); with it (its shipped rules) it says no
-    such number, and every record is still stated."""
+    level. It is located at 25 meters"; before session 45's ``babble``: "… 911 metres above the sea
+    level"); with it (its shipped rules) it says no such number, and every record is still stated."""
     from segviz.records import unheld_figures
 
     ck, recs, gen = _shipped_webnlg_rm(FENWICK)
     shipped = ck.default_rules
     plain, unheld = gen(shipped + "-unheld"), gen(shipped)
-    assert unheld_figures(recs, plain.text) == ["911"]
+    assert unheld_figures(recs, plain.text) == ["25"]
     assert unheld_figures(recs, unheld.text) == []
     assert faithfulness.check("webnlg", recs, unheld.text).errors == 0
     assert "213" in unheld.text and "1850.0" in unheld.text
@@ -1027,8 +1027,40 @@ def test_strangers_keeps_a_forced_plan_from_naming_schools_the_input_does_not_ho
     ], plan=[4, 3, 2, 1])  # fmt: skip
     words = shipped("webnlg")
     plain, strangers = gen(ck.default_rules + "-strangers"), gen(ck.default_rules)
-    assert invented_names(recs, plain.text, words) == ["ut", "austin", "afit"]
+    assert invented_names(recs, plain.text, words) == ["ut", "austin"]  # and "afit" before session 45's babble
     assert invented_names(recs, strangers.text, words) == []
     assert "NWC, M.A. 1957" in strangers.text and not strangers.fallback_used
     assert faithfulness.check("webnlg", recs, strangers.text).errors == 0
     assert ck.rules().strangers and not ck.rules(ck.default_rules + "-strangers").strangers
+
+
+def test_babble_keeps_a_segment_from_looping_on_its_relation_words():
+    """The shipped webnlg-seg on an invented town hall, the plan reversed: without ``babble`` (in
+    its shipped rules since session 45) a segment loops on its relation's words ("… is the governing body of governing body, which is
+    governing body …"); with it no segment says a word twice that no subject or value of the input
+    holds, while the input's own names may still come again ("Lyra")."""
+    from segviz.decode.rules import plain_words
+
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("City_Hall_of_Lyra", "location", "Lyra"),
+        ("Lyra", "country", "Brelonia"),
+        ("Brelonia", "capital", "Ostrava_Nova"),
+        ("City_Hall_of_Lyra", "governingBody", "Lyra_City_Council"),
+    ], plan=[4, 3, 2, 1])  # fmt: skip
+    plain, babble = gen(ck.default_rules + "-babble"), gen(ck.default_rules)  # shipped since session 45
+    assert "governing body of governing body" in plain.text.lower()
+    assert "governing body of governing body" not in babble.text.lower() and not babble.fallback_used
+    words = plain_words(ck.vocab, [], recs, ck.rules())
+    assert ck.rules().babble and not ck.rules(ck.default_rules + "-babble").babble
+
+    def loops(res) -> list[str]:  # the words a segment says twice that the input does not hold
+        out = []
+        for s, e, _ in res.segments:
+            seg = [t.lower() for t in res.tokens[s:e]]
+            out += sorted({t for t in seg if seg.count(t) > 1 and t in ck.vocab.stoi and words[ck.vocab.stoi[t]]})
+        return out
+
+    assert "governing" in loops(plain) and loops(babble) == []
+    stoi = ck.vocab.stoi
+    assert words[stoi["governing"]] and not words[stoi["city"]] and not words[stoi["council"]]  # the input's own words are free
+    assert babble.text.lower().count("lyra") >= 2

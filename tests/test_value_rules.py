@@ -145,8 +145,8 @@ def test_shipped_webnlg_keeps_a_plan_whose_record_names_share_a_first_word():
     assert out.plan[:2] == [1, 3] and "Abilene Regional Airport" in out.text, (out.plan, out.text)
     # record 2's value "Texas" is a word that also continues "Abilene, Texas"; its own segment
     # may say it alone (before: "… and is part of the is. Abilene, Texas")
-    second = [out.tokens[a:b] for a, b, k in out.segments if k == 2][0]
-    assert any(t == "texas" and second[i - 1] != "," for i, t in enumerate(second) if i), (out.text, second)
+    a, b = next((a, b) for a, b, k in out.segments if k == 2)
+    assert any(out.tokens[j] == "texas" and out.tokens[j - 2 : j] != ["abilene", ","] for j in range(a, b)), out.text
 
 
 def test_a_name_does_not_run_on_into_a_value():
@@ -660,8 +660,9 @@ def test_heads_read_a_value_said_up_to_its_comma_as_said():
                                  "United_States | ethnicGroup | Native_Americans_in_the_United_States",
                                  "United_States | capital | Washington,_D.C.", "United_States | language | English_language"])  # fmt: skip
     faults = lambda out: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, out.text))  # noqa: E731
-    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), heads=False))
-    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), heads=True))
+    rules = dataclasses.replace(ck.rules(), babble=False)  # session 38's: session 45's babble says the capital once either way
+    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, heads=False))
+    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, heads=True))
     assert faults(before) == (0, 1, 0) and faults(after) == (0, 0, 0), (before.text, after.text)
     assert after.text.lower().count("washington") == 1
 

@@ -373,6 +373,30 @@ def doubled(tokens: list[int], ok: frozenset | None) -> list[int]:
     return [tokens[-1]] if ok is not None and tokens and tokens[-1] not in ok else []
 
 
+def plain_words(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> torch.Tensor | None:
+    """Rule ``babble`` (session 45): (n_ext,) bool, the words with a letter that are no function
+    word and no token of a subject or value of the input (relation words, "located", "country"),
+    which a segment says at most once (:func:`babbled`); None when the rule is off."""
+    if not (rules and rules.babble):
+        return None
+    held = {t.lower() for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
+    plain = _per_vocab(vocab, "plain", lambda v: torch.tensor(
+        [any(c.isalpha() for c in w) and not is_function_word(w) and w not in SPECIALS for w in v.itos]))
+    mask = torch.cat([plain, torch.zeros(len(oov), dtype=torch.bool)])  # (n_ext,): a copied word is the input's
+    held_ids = [i for w in held if (i := _ext_id(vocab, oov, w)) is not None]
+    mask[held_ids] = False
+    return mask
+
+
+def babbled(segment: list[int], plain: torch.Tensor | None) -> list[int]:
+    """The words of ``segment`` (the current segment's ids) that it may not say again under rule
+    ``babble`` (``plain``: :func:`plain_words`): a segment that loops on its relation's words ("is
+    located in the location of the location", "a dish from the country of the country")."""
+    if plain is None:
+        return []
+    return [t for t in set(segment) if plain[t]]
+
+
 def number_room(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
     """Rule ``numbers`` (session 23): id -> how often the input's records hold that number
     (:func:`segviz.records.number_words`); None when the rule is off."""
@@ -546,6 +570,7 @@ class ValueRules:
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     unheld: bool = False  # no word with a digit that no figure of the input holds ("911 metres" of 213.0: session 42)
     strangers: bool = False  # no entity word the input does not hold ("malaysia and java": segviz.entities, session 44)
+    babble: bool = False  # a segment says no word twice that no subject or value of the input holds ("the location of the location": session 45; segment model)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
     spent: bool = False  # with r / rm / a plan: a segment says no lexicon word of only records said before it began (session 28)
@@ -605,7 +630,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -682,7 +707,9 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     (:func:`number_room`, :func:`numbers_spent`); ``unheld`` never says a word with a digit that
     no figure of the input holds in any form the references write it (:func:`_unheld_ids`);
     ``strangers`` never says a word that training references say almost only as a word of an
-    entity of their input, where this input holds no such word (:func:`_stranger_ids`);
+    entity of their input, where this input holds no such word (:func:`_stranger_ids`); ``babble``
+    keeps a segment of the segment model from saying a word twice that no subject or value of the
+    input holds (:func:`plain_words`, :func:`babbled`: "the location of the location");
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the

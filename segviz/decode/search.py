@@ -55,6 +55,7 @@ from segviz.decode.rules import (
     _value_forms,
     _value_ids,
     _values_mask,
+    babbled,
     checker_reading,
     date_phrases,
     dates_again,
@@ -67,6 +68,7 @@ from segviz.decode.rules import (
     longer_than,
     number_room,
     numbers_spent,
+    plain_words,
     repeated_ngram_ends,
     spelling_twins,
     spent_groups,
@@ -498,6 +500,7 @@ class _Input:
     spent: list | None = None  # lexicon words grouped by the records that hold their attributes (rules.spent_groups), None when off
     dates: dict = field(default_factory=dict)  # k -> its date written out, copied whole once begun (rules.date_phrases), {} when off
     forced: list[int] | None = None  # the words every hypothesis must say, <eos> last (rules.resegment), None: free
+    plain: torch.Tensor | None = None  # (n_ext,) bool: words a segment says once (rules.plain_words, babble), None when off
 
 
 @dataclass
@@ -635,7 +638,7 @@ class SegmentDecoder:
             read=checker_reading(vocab, oov, records, rules) if mentions else None,
             foreign=foreign_names(vocab, oov, records, rules),
             spent=spent_groups(vocab, oov, records, rules) if level.no_repeat or planned else None,
-            dates=date_phrases(vocab, oov, records, rules),
+            dates=date_phrases(vocab, oov, records, rules), plain=plain_words(vocab, oov, records, rules),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -681,6 +684,7 @@ class SegmentDecoder:
                     self._mask_brief(x, h, row)
             rep = repeated_ngram_ends(h.tokens, x.no_repeat_ngram) + doubled(h.tokens, x.doubles) + numbers_spent(h.tokens, x.numbers)
             rep += foreign_ends(h.tokens, x.foreign) + spent_ids(x.spent, h.before) + dates_again(h.tokens, x.dates)
+            rep += babbled(h.tokens[len(h.tokens) - h.seg_len :], x.plain)
             if rep:
                 row[rep] = -math.inf
             self._mask_names(x, h, row, raw[i])
