@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from segviz.decode import CONSTRAINT_LABELS
 from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
-from segviz.records import HALVES, doubled_words
+from segviz.records import HALVES, doubled_words, entity_text, is_function_word, tokenize
 
 if TYPE_CHECKING:
     from segviz.stress import DevItem
@@ -39,8 +39,28 @@ def stutters(text: str, records: list = ()) -> bool:
     return any(m.group(1).lower() not in twice for m in _STUTTER.finditer(text))
 
 
-def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
-    """Pooled counts of ``rows``: SER, checker counts, faithful segment share, BLEU (with ``items``)."""
+LOOP = 4  # loops: the same word again within this many words
+
+
+def loops(text: str, records: list = ()) -> bool:
+    """True when a word that no subject or value of ``records`` holds (two letters or more, no
+    function word) comes again within :data:`LOOP` words: a text that loops on its relation's
+    words ("the location of the location", "the governing body of governing body") as a model
+    does that cannot find its way from one record to the next under a forced plan. Read from the
+    text alone, whichever system wrote it (the ``babble`` rule works on segments)."""
+    held = {t for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
+    words = tokenize(text)
+    return any(
+        w in words[i + 1 : i + 1 + LOOP]
+        for i, w in enumerate(words)
+        if len(w) > 1 and any(c.isalpha() for c in w) and not is_function_word(w) and w not in held
+    )
+
+
+def aggregate(rows: list[dict], items: list[DevItem] | None = None, scored: bool = True) -> dict:
+    """Pooled counts of ``rows``: SER, checker counts, faithful segment share, loops and stutters
+    (read against ``items``' records where given), BLEU (with ``items``, unless not ``scored``:
+    forced plans have no references)."""
     faith = {k: sum(r["faith"][k] for r in rows) for k in _FAITH_KEYS}
     errors = sum(faith[k] for k in _FAITH_KEYS[:-1])
     seg_rows = [r["seg"] for r in rows if r["seg"]]
@@ -55,8 +75,9 @@ def aggregate(rows: list[dict], items: list[DevItem] | None = None) -> dict:
         "invented": sum(r["invented"] > 0 for r in rows) / len(rows) if rows and all("invented" in r for r in rows) else None,
         "stutter": sum(stutters(r["text"], items[r["item"]].records if items else ()) for r in rows) / len(rows)
         if rows else 0.0,
+        "loops": sum(loops(r["text"], items[r["item"]].records) for r in rows) / len(rows) if rows and items else None,
     }
-    if items is not None and rows:
+    if items is not None and rows and scored:
         out["bleu"] = bleu([r["text"] for r in rows], [items[r["item"]].refs for r in rows])
     verbatim = [v for r in rows for v in r.get("verbatim") or []]
     for kind in dict.fromkeys(k for k, _, _ in verbatim):
@@ -141,9 +162,9 @@ def summarise(
     big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
     for half in [h for h in HALVES if any(it.half == h for it in items)]:
         if "forced" in results:
-            own = {s: aggregate(_select(long, items, half, s, big)) for s in systems}
+            own = {s: aggregate(_select(long, items, half, s, big), items, scored=False) for s in systems}
             forced = {
-                s: aggregate(_select(results["forced"], items, half, s)) for s in ("random", "reversed")
+                s: aggregate(_select(results["forced"], items, half, s), items, scored=False) for s in ("random", "reversed")
             }
             out.setdefault("forced", {})[half] = {**own, **forced}
         for suite in [s for s in ("unseen", "figures", "closed", "codes") if results.get(s)]:
@@ -230,6 +251,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
         "faithful segments",
         "invented numbers",
         *(["invented names"] if _names(by_system) else []),
+        "loops",
         "fallbacks",
     ]
 
@@ -243,6 +265,7 @@ def forced_table(by_system: dict[str, dict]) -> str:
             _pct(a["faithful_share"]),
             _pct(a.get("unheld")),
             *([_pct(a.get("invented"))] if _names(by_system) else []),
+            _pct(a.get("loops")),
             str(a["fallbacks"]),
         ]
 

@@ -459,3 +459,18 @@ def test_codes_suite_checks_each_invented_code_verbatim(tiny):
                                items, systems.names)  # fmt: skip
     assert summary["codes"][items[1].half]["rm"]["outputs"] == 1
     assert "Invented codes" in stress.render(summary) and "code verbatim" in stress.render(summary)
+
+
+def test_loops_reads_a_word_the_input_does_not_hold_said_again_nearby():
+    """A forced plan's "… located in the location of the location" and "governing body of
+    governing body" loop; the input's own names said again ("Lyra … in Lyra"), function words and
+    a word said again further on do not."""
+    from segviz.records import parse_webnlg_triples
+    from segviz.stress_tables import LOOP, loops
+
+    recs = parse_webnlg_triples(["City_Hall_of_Lyra | location | Lyra", "City_Hall_of_Lyra | governingBody | Lyra_City_Council"])
+    assert loops("It is located in the location of the location.", recs)
+    assert loops("The Lyra City Council is the governing body of governing body.", recs)
+    assert not loops("City Hall of Lyra is in Lyra, and Lyra City Council governs it.", recs)
+    assert not loops("It is located in Lyra, " + "and so on " * LOOP + "located there.", recs)  # too far apart
+    assert loops("It is located in Lyra and located there.", recs)
