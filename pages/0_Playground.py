@@ -21,10 +21,6 @@ dataset = ui.page(
 )
 ss = st.session_state
 qp = st.query_params
-PASTE_HINTS = {  # what the paste box takes (segviz.rows.rows_from_text)
-    "e2e": "name[The Eagle], eatType[coffee shop], food[French]",
-    "webnlg": "Ayam_penyet | country | Indonesia\nAyam_penyet | region | Malaysia",
-}
 
 
 def _set_rows(rows: list[dict]) -> None:
@@ -116,8 +112,8 @@ with left:
     )
     with st.expander("Paste records as the data writes them"):
         st.text_area(
-            "Records", key=f"playground_paste_{dataset}", height=110, placeholder=PASTE_HINTS.get(dataset, ""),
-            help="One input as the dataset's files write it; the table is replaced by its records.",
+            "Records", key=f"playground_paste_{dataset}", height=110, placeholder=datasets.get(dataset).written,
+            help="One input as the dataset's files write it, over one line or several; the table is replaced by its records.",
             on_change=lambda: ss.pop("playground_paste_error", None),  # an old message goes with the text it was about
         )
         st.button("Replace the table with these records", key="playground_paste_go", on_click=_paste)

@@ -87,6 +87,7 @@ class Dataset:
     key: Callable[[Record], tuple[tuple, str]] = _attribute_key  # identity for duplicates, and its name
     empty_hint: str = ""  # added to "no records: add at least one row"
     reserved: tuple[str, ...] = ()  # signs that frame a record's parts where the data writes it: no cell holds one
+    written: str = ""  # how the data writes a record, for messages: "subject | predicate | object"
     attributes: tuple[str, ...] | None = None  # known attributes (others warn); None: open-ended
     uploads: bool = False  # the app reads uploaded "MR<TAB>output" files of this dataset
     not_measured: frozenset[str] = field(default_factory=frozenset)  # checker counts that are always 0
@@ -168,7 +169,7 @@ register(Dataset(
     read_inputs=formats.read_e2e, input_kind="a CSV with an 'mr' column", foreign_suffixes=(".xml",), reads_folders=False,
     write_outputs=formats.write_tsv, output_suffix="tsv", evaluate=evaluate_e2e,
     substitute=invented.substitute_e2e, names=invented.names_e2e, closed=invented.substitute_closed_e2e, closed_values=E2E_VALUES,
-    empty_hint=" (attribute and value)", reserved=("[", "]"), attributes=E2E_ATTRIBUTES, uploads=True, references=_e2e_references,
+    empty_hint=" (attribute and value)", reserved=("[", "]"), written="attribute[value], …", attributes=E2E_ATTRIBUTES, uploads=True, references=_e2e_references,
 ))  # fmt: skip
 register(Dataset(
     name="webnlg", title="WebNLG", label="WebNLG (DBpedia triples)",
@@ -183,7 +184,7 @@ register(Dataset(
     write_outputs=formats.write_lines, output_suffix="txt", evaluate=evaluate_webnlg,
     substitute=invented.substitute_webnlg, names=invented.names_webnlg, space="_", figures=invented.substitute_figures_webnlg,
     codes=invented.substitute_codes_webnlg,
-    reserved=("|",), columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
+    reserved=("|",), written="subject | predicate | object", columns=("subject", "predicate", "object"), row=lambda r: [r.subject or "", r.attribute, r.value],
     record=lambda cells: Record(attribute=cells[1], value=cells[2], subject=cells[0]), key=_triple_key,
     references=_webnlg_references, parse_upload=_webnlg_upload,
 ))  # fmt: skip

@@ -45,9 +45,9 @@ _FLAG_WORDS = {  # how the inspector's intro names each kind
     "other relation": "\"other relation\": a record said with words that, in training, only other relations' "
                       "segments say (the segment model's relation words, a guess beside the checker)",
     "invented number": "\"invented number\": a number that no figure of the input holds in any form "
-                       "(\"911\" of an airport 213.0 metres high; records.unheld_figures)",
+                       "(\"911\" of an airport 213.0 metres high)",
     "invented name": "\"invented name\": a word that training texts say almost only as a word of a name of their "
-                     "input, where this input holds no such word (\"java\" of a dish from Malaysia; segviz.entities)",
+                     "input, where this input holds no such word (\"java\" of a dish from Malaysia)",
 }
 
 

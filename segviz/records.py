@@ -98,7 +98,7 @@ def parse_e2e_mr(mr: str) -> list[Record]:
     while pos < len(text):
         m = _SLOT.match(text, pos)
         if not m:
-            raise RecordError(f"cannot parse slot at {text[pos:pos + 30]!r} (expected attr[value])")
+            raise RecordError(f"cannot parse slot at {_clip(text[pos:], 30)!r} (expected attr[value])")
         attr, value = m.group(1).strip(), m.group(2).strip()
         if not attr:
             raise RecordError(f"empty attribute in {m.group(0).strip()!r}")
@@ -111,11 +111,16 @@ def parse_e2e_mr(mr: str) -> list[Record]:
         pos = m.end()
         if pos < len(text):
             if text[pos] != ",":
-                raise RecordError(f"expected ',' after {m.group(0).strip()!r}, got {text[pos:pos + 20]!r}")
+                raise RecordError(f"expected ',' after {m.group(0).strip()!r}, got {_clip(text[pos:], 20)!r}")
             pos += 1
             if not text[pos:].strip():
                 raise RecordError("trailing ',' with no slot after it")
     return records
+
+
+def _clip(text: str, n: int) -> str:
+    """``text`` cut to ``n`` characters, with "…" where it was cut."""
+    return text if len(text) <= n else text[:n] + "…"
 
 
 def format_e2e_mr(records: list[Record]) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from segviz.datasets import E2E_ATTRIBUTES, get  # noqa: F401 (E2E_ATTRIBUTES: re-exported)
+from segviz.datasets import DATASETS, E2E_ATTRIBUTES, get  # noqa: F401 (E2E_ATTRIBUTES: re-exported)
 from segviz.records import Record, RecordError, relation_words
 
 if TYPE_CHECKING:
@@ -68,12 +68,24 @@ def rows_from_text(dataset: str, text: str) -> list[dict]:
         raise RecordError(f"nothing to read: paste one input as the {ds.title} data writes it")
     for n, line in lines:
         try:
-            records += ds.parse(line)
+            records += ds.parse(line.rstrip(",;").rstrip())  # a line wrapped after its separator
         except RecordError as e:
-            raise RecordError(f"line {n}: {e}") from e
+            raise RecordError(f"line {n}: {e}{_other_dataset(dataset, line)}") from e
     rows = rows_from_records(dataset, records)
     records_from_rows(dataset, rows, unit="record")  # the editor's checks: duplicates, limits, words
     return rows
+
+
+def _other_dataset(dataset: str, line: str) -> str:
+    """"; it reads as WebNLG: …" where another dataset's parser reads ``line`` whole, else ""."""
+    for name in DATASETS:
+        other = get(name)
+        try:
+            if name != dataset and other.parse(line.rstrip(",;").rstrip()):
+                return f" (it reads as {other.title} records: pick {other.title} in the sidebar)"
+        except RecordError:
+            continue
+    return ""
 
 
 @dataclass
@@ -103,8 +115,8 @@ def records_from_rows(dataset: str, rows: Sequence[dict], unit: str = "row") -> 
                               f"give each record its own row, with its parts in the columns {', '.join(cols)} "
                               "(or paste them under 'Paste records', which splits them)")
         if cut := next(((c, x) for c, v in zip(cols, cells, strict=True) for x in ds.reserved if x in v), None):
-            raise RecordError(f"{unit} {n}: the {cut[0]} cell holds {cut[1]!r}, which frames a record's parts where the "
-                              f"{ds.title} data writes them; leave it out (each part has its own column)")
+            raise RecordError(f"{unit} {n}: the {cut[0]} cell holds {cut[1]!r}, which cannot stand inside a cell: the "
+                              f"{ds.title} data writes a record as {ds.written}; remove it")
         blank = [c for c, v in zip(cols, cells, strict=True) if not v]
         if blank:
             verb, it = ("is", "it") if len(blank) == 1 else ("are", "them")

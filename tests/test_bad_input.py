@@ -270,7 +270,8 @@ def test_a_cell_holding_a_sign_that_frames_a_records_parts_is_refused():
     from segviz import service
     from segviz.records import RecordError
 
-    with pytest.raises(RecordError, match=r"row 1: the subject cell holds '\|', which frames a record's parts"):
+    with pytest.raises(RecordError, match=r"row 1: the subject cell holds '\|', which cannot stand inside a cell: the WebNLG "
+                                          r"data writes a record as subject \| predicate \| object; remove it"):
         service.records_from_rows("webnlg", [{"subject": "A | B", "predicate": "country", "object": "France"}])
     with pytest.raises(RecordError, match=r"row 2: the value cell holds '\]'"):
         service.records_from_rows("e2e", [{"attribute": "food", "value": "Thai"}, {"attribute": "name", "value": "The Mill]"}])
@@ -280,7 +281,7 @@ def test_pasted_records_are_read_as_the_data_writes_them_or_refused_by_line():
     from segviz import service
     from segviz.records import RecordError
 
-    rows = service.rows_from_text("e2e", "name[The Mill], food[Thai]\n\n  near[Café Rouge]  ")
+    rows = service.rows_from_text("e2e", "name[The Mill], food[Thai],\n\n  near[Café Rouge]  ")  # wrapped after a comma
     assert rows == [{"attribute": "name", "value": "The Mill"}, {"attribute": "food", "value": "Thai"},
                     {"attribute": "near", "value": "Café Rouge"}]  # fmt: skip
     with pytest.raises(RecordError, match=r"line 2: cannot parse slot at 'near Café Rouge'"):
@@ -289,5 +290,10 @@ def test_pasted_records_are_read_as_the_data_writes_them_or_refused_by_line():
         service.rows_from_text("webnlg", "A | b | c; A | b | c")
     with pytest.raises(RecordError, match=r"record 2: duplicate triple 'A \| b \| c' \(also in record 1\)"):
         service.rows_from_text("webnlg", "A | b | c\nA | b | c")
+    with pytest.raises(RecordError, match=r"line 1: cannot parse slot at 'Ayam_penyet \| country \| Indone…' .*"
+                                          r"\(it reads as WebNLG records: pick WebNLG in the sidebar\)"):
+        service.rows_from_text("e2e", "Ayam_penyet | country | Indonesia")
+    with pytest.raises(RecordError, match=r"got 1: .* \(it reads as E2E records: pick E2E in the sidebar\)"):
+        service.rows_from_text("webnlg", "name[The Mill], food[Thai]")
     with pytest.raises(RecordError, match="nothing to read"):
         service.rows_from_text("webnlg", " \n ")
