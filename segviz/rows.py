@@ -77,7 +77,8 @@ def rows_from_text(dataset: str, text: str) -> list[dict]:
 
 
 def _other_dataset(dataset: str, line: str) -> str:
-    """"; it reads as WebNLG: …" where another dataset's parser reads ``line`` whole, else ""."""
+    """" (it reads as WebNLG records: pick WebNLG in the sidebar)" where another dataset's parser
+    reads ``line`` whole, else ""."""
     for name in DATASETS:
         other = get(name)
         try:
