@@ -40,7 +40,7 @@ MIN_COUNT = 3  # training occurrences at least
 MIN_LENGTH = 2  # characters: no single letter ("l" of runway "18 L / 36 R", said for "a. s. l." too)
 
 
-def _entity_tokens(records: Iterable[Record]) -> set[str]:
+def entity_tokens(records: Iterable[Record]) -> set[str]:
     """The lower-cased tokens of every subject and object of ``records``."""
     return {t.lower() for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
 
@@ -52,7 +52,7 @@ def entity_words(examples: Iterable, share: float = SHARE, min_count: int = MIN_
     "american" (174 of 550), which references say of relations and nationalities."""
     inside, total = Counter(), Counter()
     for ex in examples:
-        ents = _entity_tokens(ex.records)
+        ents = entity_tokens(ex.records)
         words = [w.lower() for w in ex.target]
         words = [w for w in words if len(w) >= MIN_LENGTH and not is_function_word(w) and not any(c.isdigit() for c in w)]
         total.update(words)
@@ -68,6 +68,13 @@ def shipped(dataset: str) -> frozenset[str]:
 
 
 def held_words(records: list[Record]) -> frozenset[str]:
+    """:func:`_held_words` of ``records`` (remembered: the segment verdicts and the ``rerank``
+    switch read it once per segment of every candidate)."""
+    return _held_words(tuple(records))
+
+
+@functools.lru_cache(maxsize=256)
+def _held_words(records: tuple[Record, ...]) -> frozenset[str]:
     """What the input holds in words (lower case): its entities' tokens, each also as the WebNLG
     checker and the ``spellings`` / ``plurals`` rules read it (without accents, with a possessive
     "'s", with a suffix of :data:`segviz.records.SUFFIXES`: "indian" of India, "beans" of
@@ -76,7 +83,7 @@ def held_words(records: list[Record]) -> frozenset[str]:
     each entity of two content words or more ("afit" of Air_Force_Institute_of_Technology)."""
     from segviz.faithfulness.webnlg import spellings  # the checker's: "britain" of United_Kingdom
 
-    tokens = _entity_tokens(records) | {t for r in records for e in (r.subject or "", r.value) for s in spellings(e) for t in tokenize(s)}
+    tokens = entity_tokens(records) | {t for r in records for e in (r.subject or "", r.value) for s in spellings(e) for t in tokenize(s)}
     held = {f for t in tokens for f in (t, strip_accents(t))}
     held |= {f"{t}'s" for t in held} | {t + x for t in held if t[-1:].isalpha() for x in SUFFIXES}
     held |= {t.lower() for r in records for t in tokenize(split_camel(r.attribute.replace("_", " ")))}

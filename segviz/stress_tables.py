@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from segviz.decode import CONSTRAINT_LABELS
+from segviz.entities import entity_tokens
 from segviz.metrics import bleu, bleu_gap_interval, bleu_stats
-from segviz.records import HALVES, doubled_words, entity_text, is_function_word, tokenize
+from segviz.records import HALVES, doubled_words, is_function_word, tokenize
 
 if TYPE_CHECKING:
     from segviz.stress import DevItem
@@ -48,7 +49,7 @@ def loops(text: str, records: list = ()) -> bool:
     words ("the location of the location", "the governing body of governing body") as a model
     does that cannot find its way from one record to the next under a forced plan. Read from the
     text alone, whichever system wrote it (the ``babble`` rule works on segments)."""
-    held = {t for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
+    held = entity_tokens(records)
     words = tokenize(text)
     return any(
         w in words[i + 1 : i + 1 + LOOP]

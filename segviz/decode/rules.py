@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 
 from segviz.data import SPECIALS, Vocab
-from segviz.entities import held_words, stranger
+from segviz.entities import entity_tokens, held_words, stranger
 from segviz.invented import code_kind
 from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
@@ -379,7 +379,7 @@ def plain_words(vocab: Vocab, oov: list[str], records: list[Record], rules: Valu
     which a segment says at most once (:func:`babbled`); None when the rule is off."""
     if not (rules and rules.babble):
         return None
-    held = {t.lower() for r in records for e in (r.subject or "", r.value) for t in tokenize(entity_text(e))}
+    held = entity_tokens(records)
     plain = _per_vocab(vocab, "plain", lambda v: torch.tensor(
         [any(c.isalpha() for c in w) and not is_function_word(w) and w not in SPECIALS for w in v.itos]))
     mask = torch.cat([plain, torch.zeros(len(oov), dtype=torch.bool)])  # (n_ext,): a copied word is the input's
