@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import random
 import sys
 import time
@@ -321,17 +322,23 @@ def shard_of(spec: str) -> tuple[int, int]:
 _SAME = ("dataset", "checkpoint", "pg", "beam", "seed", "value_rules", "suites", "half", "limit")
 
 
-def _shards_missing(paths: list[Path], runs: list[dict]) -> list[int]:
+def _shards_missing(paths: list[Path], runs: list[dict]) -> list[str]:
     """Which shards of a set of ``--shard I/N`` runs are not among them (a warning: the merged run
-    covers part of the inputs); [] when every run is a shard of one N and all N are there, or
-    none is a shard. Shards of different N, or a shard beside a whole run, are refused."""
+    covers part of the inputs), as ``"I/L"`` over L, the least common multiple of their N (a shard
+    I/N holds the L/N shards I, I + N, ... of L: 1/2 is 1/4 and 3/4, so 0/2, 1/4 and 3/4 are all of
+    the inputs); [] when they are all there, or none is a shard. Shards that overlap, or a shard
+    beside a whole run, are refused."""
     specs = [r.get("shard") for r in runs]
     if not any(specs):
         return []
     shards = [shard_of(sh) for sh in specs if sh]
-    if len(shards) < len(specs) or len({n for _, n in shards}) > 1:
-        raise ValueError(f"{', '.join(map(str, paths))}: shards of one --shard I/N set only, got {specs}")
-    return sorted(set(range(shards[0][1])) - {i for i, _ in shards})
+    if len(shards) < len(specs):
+        raise ValueError(f"{', '.join(map(str, paths))}: shards of --shard I/N runs only, got {specs}")
+    lcm = math.lcm(*(n for _, n in shards))
+    held = [j for i, n in shards for j in range(i, lcm, n)]  # the shards of L each holds
+    if len(held) > len(set(held)):
+        raise ValueError(f"{', '.join(map(str, paths))}: shards that overlap, got {specs}")
+    return [f"{j}/{lcm}" for j in range(lcm) if j not in held]
 
 
 def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:

@@ -281,12 +281,24 @@ def test_shards_merged_give_the_summary_of_one_run(tiny, tmp_path, capsys):
     assert sorted(q.name for q in (tmp_path / "out").iterdir()) == ["none.tsv", "r.tsv", "rm.tsv"]
     assert sorted(it["key"] for it in load("m")["items"]) == sorted(it["key"] for it in load("all")["items"])
     capsys.readouterr()
-    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "s0.json")]) == 2
+    assert stress.main(["--merge", str(tmp_path / "all.json"), str(tmp_path / "all.json")]) == 2
     assert "is in an earlier file too" in capsys.readouterr().err
+    assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "s0.json")]) == 2
+    assert "shards that overlap" in capsys.readouterr().err
     assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "all.json")]) == 2
-    assert "shards of one --shard I/N set only" in capsys.readouterr().err
+    assert "shards of --shard I/N runs only" in capsys.readouterr().err
     assert stress.main(["--merge", str(tmp_path / "s0.json"), "--json", str(tmp_path / "half.json")]) == 0
-    assert load("half")["shards_missing"] == [1] and load("half")["inputs"] == 3
+    assert load("half")["shards_missing"] == ["1/2"] and load("half")["inputs"] == 3
+    for i in (1, 3):  # 1/2 run again as 1/4 and 3/4: with 0/2 they are all the inputs
+        assert stress.main([*common, "--shard", f"{i}/4", "--json", str(tmp_path / f"q{i}.json")]) == 0
+    quarters = [str(tmp_path / name) for name in ("s0.json", "q1.json", "q3.json")]
+    assert stress.main(["--merge", *quarters, "--data-dir", str(DATA_DIR), "--json", str(tmp_path / "mq.json")]) == 0
+    assert load("mq")["summary"] == load("all")["summary"] and "shards_missing" not in load("mq")
+    assert stress.main(["--merge", *quarters[:2], "--json", str(tmp_path / "q.json")]) == 0
+    assert load("q")["shards_missing"] == ["3/4"]
+    capsys.readouterr()
+    assert stress.main(["--merge", str(tmp_path / "s1.json"), str(tmp_path / "q1.json")]) == 2
+    assert "shards that overlap" in capsys.readouterr().err
     other = load("s1") | {"beam": 2}
     (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
     assert stress.main(["--merge", str(tmp_path / "s0.json"), str(tmp_path / "other.json")]) == 2
