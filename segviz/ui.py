@@ -237,7 +237,7 @@ def show_output(view: service.SystemView, records: list[Record], highlight_token
                           highlight_span=highlight_span, cased=view.cased, stale=stale),
         unsafe_allow_html=True,
     )
-    st.markdown(viz.legend_html(res, highlight_record), unsafe_allow_html=True)
+    st.markdown(viz.legend_html(res, highlight_record, stale=stale), unsafe_allow_html=True)
     if not res.segments:
         how = "not aligned (no segment model loaded)"
     elif view.alignment == "forced alignment":

@@ -196,8 +196,9 @@ def segment_span(body_html: str, k: int | None, *, tag: str | None = None, title
     )
 
 
-def legend_html(result: GenerationResult, highlight_record: int | None = None) -> str:
-    """Chips ``k name`` in each record's colour, plus the null record."""
+def legend_html(result: GenerationResult, highlight_record: int | None = None, stale: bool = False) -> str:
+    """Chips ``k name`` in each record's colour, plus the null record; ``stale``: greyed out with
+    the text they key (:func:`segments_html`)."""
     chips = []
     for k, label, _ in result.records:
         border = "2px solid #000" if k == highlight_record else "1px solid #999"
@@ -209,7 +210,8 @@ def legend_html(result: GenerationResult, highlight_record: int | None = None) -
         f'<span data-record="0" style="background:{NULL_COLOUR};border:1px solid #999;border-radius:10px;'
         'padding:1px 8px;margin:2px;display:inline-block">null (no record)</span>'
     )
-    return f'<div class="segviz-legend">{"".join(chips)}</div>'
+    grey = ' segviz-stale" style="opacity:0.35;filter:grayscale(1)' if stale else ""
+    return f'<div class="segviz-legend{grey}">{"".join(chips)}</div>'
 
 
 # ----- word diff -------------------------------------------------------------------------------------

@@ -120,8 +120,11 @@ def test_changed_records_grey_the_stale_output(env):
     at.number_input(key="playground_beam").set_value(2).run()
     assert any("have changed since this output was generated" in w.value for w in at.warning)
     assert all("segviz-stale" in t for t in _texts(at)) and len(_texts(at)) == 2
+    legends = [m.value for m in at.markdown if "segviz-legend" in m.value]
+    assert len(legends) == 2 and all("segviz-stale" in t for t in legends)  # the record chips too
     at.button(key="playground_generate").click().run()
     assert not any("segviz-stale" in t for t in _texts(at))
+    assert not any("segviz-stale" in m.value for m in at.markdown if "segviz-legend" in m.value)
     assert not any("have changed" in w.value for w in at.warning)
 
 

@@ -129,6 +129,7 @@ def test_segment_tags_of_a_triple_name_its_relation():
 def test_legend_lists_records_and_null():
     out = viz.legend_html(_result(["x"], [(0, 1, 1)]), highlight_record=1)
     assert out.count('data-record="') == 3 and "null (no record)" in out and "2px solid #000" in out
+    assert "segviz-stale" not in out and "grayscale" in viz.legend_html(_result(["x"], [(0, 1, 1)]), stale=True)
 
 
 def test_a_long_record_label_wraps_inside_its_chip():
