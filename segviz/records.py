@@ -355,7 +355,7 @@ def number_words(records: list[Record]) -> Counter:
     return Counter(w for r in records for w in r.tokens if any(c.isdigit() for c in w))
 
 
-def _figure_forms(word: str) -> list[str]:
+def figure_forms(word: str) -> list[str]:
     """A number as the references write it too: ``3500.0`` -> 3500, 3,500; ``3992.88`` -> 3,992.88."""
     m = re.fullmatch(r"(\d+)(?:\.(\d+))?", word.replace(",", ""))
     if not m:
@@ -367,13 +367,13 @@ def _figure_forms(word: str) -> list[str]:
 
 def held_figures(records: list[Record]) -> frozenset[str]:
     """The words with a digit that say a figure of the input (lower case): its own words with a
-    digit, each also without a zero fraction and with thousands commas (:func:`_figure_forms`),
+    digit, each also without a zero fraction and with thousands commas (:func:`figure_forms`),
     and a date's figures written out (:func:`date_spellings`: "13", "1874" of ``1874-11-13``).
     Of 18,102 WebNLG training references 146 (0.8%) say another ("over 69 days" of 100305.0
     minutes); the ``unheld`` rule and the stress suites' *invented numbers* read it."""
     words = set(number_words(records))
     words |= {w for r in records for s in date_spellings(r.value) for w in s if any(c.isdigit() for c in w)}
-    return frozenset(f for w in words for f in _figure_forms(w.lower()))
+    return frozenset(f for w in words for f in figure_forms(w.lower()))
 
 
 def unheld_figures(records: list[Record], text: str) -> list[str]:

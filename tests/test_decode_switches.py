@@ -953,6 +953,31 @@ def test_plurals_read_an_entity_last_word_as_a_plural_or_demonym_like_the_checke
     assert plurals.text.lower().count("flowering plants") == 1 and faithfulness.check("webnlg", recs, plurals.text).errors == 0
 
 
+def test_numerals_read_a_figure_written_otherwise_as_that_figure():
+    """*numerals* (with *spellings*): "1,121" and "1121" are the ``1121.0`` of the input, as the
+    checker reads them, so *once* does not let the figure be said again. On the shipped
+    checkpoint under the plan 1, 3, 2, 4 (tune half) the text said "It has a runway length of
+    1,121 and is located in 1121.0, Texas"; with it, "… 1,121 and is located in Texas"."""
+    from segviz.decode.rules import spelling_twins
+
+    ck, recs, gen = _shipped_webnlg_rm([
+        ("Abilene_Regional_Airport", "cityServed", "Abilene,_Texas"),
+        ("Abilene,_Texas", "isPartOf", "Texas"),
+        ("Abilene_Regional_Airport", "runwayLength", "1121.0"),
+        ("Abilene,_Texas", "country", "United_States"),
+    ], plan=[1, 3, 2, 4])  # fmt: skip
+    v = ck.vocab
+    figure = (v.stoi["1121.0"],)
+    twins = spelling_twins(v, ["1121"], [figure], numerals=True)  # "1121" a word of the source only
+    assert twins == {v.stoi["1,121"]: figure[0], len(v): figure[0]} and not spelling_twins(v, ["1121"], [figure])
+    assert len(v) not in spelling_twins(v, ["1121"], [figure, (len(v),)], numerals=True)  # an input word is itself
+    shipped = ck.default_rules.replace("+numerals", "")
+    plain, numerals = gen(shipped), gen(shipped + "+numerals")
+    assert "1,121" in plain.text and "1121.0" in plain.text, plain.text
+    assert "1,121" in numerals.text and "1121" not in numerals.text.replace("1,121", ""), numerals.text
+    assert faithfulness.check("webnlg", recs, numerals.text).errors == 0, numerals.text
+
+
 def test_the_fallback_warning_names_what_was_dropped(caplog):
     """Under "none" only the value rules can leave no output that ends: the warning says they were
     dropped, not that unconstrained decoding fell back to unconstrained decoding (a user read

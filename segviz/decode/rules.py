@@ -33,6 +33,7 @@ from segviz.records import (  # noqa: F401
     detokenize,
     doubled_words,
     entity_text,
+    figure_forms,
     held_figures,
     is_function_word,
     number_words,
@@ -562,6 +563,7 @@ class ValueRules:
     spellings: bool = False  # with r / rm / a plan: a value word said unaccented or as a possessive word ("nasa's") is said
     forms: bool = False  # with once: a value said in a short form ("french" of French_language) is said (echo: its forms too)
     heads: bool = False  # with forms: a value's words before its first comma ("washington" of Washington,_D.C.) are a form, as the checker reads them (session 38)
+    numerals: bool = False  # with spellings: a figure's other spellings ("1,121", "1121" of 1121.0) are that figure, as the checker reads them (session 46)
     echo: bool = False  # with r / rm / a plan: a segment says no subject or value of the input twice
     onward: bool = False  # with once: a value that begins another entity, said again, goes on as that entity
     plurals: bool = False  # with spellings: an entity's last word said as a plural or demonym ("plants") is that word
@@ -630,7 +632,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -710,6 +712,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     entity of their input, where this input holds no such word (:func:`_stranger_ids`); ``babble``
     keeps a segment of the segment model from saying a word twice that no subject or value of the
     input holds (:func:`plain_words`, :func:`babbled`: "the location of the location");
+    ``numerals`` (with ``spellings``) reads a figure's other spellings as that figure ("1,121" of
+    ``1121.0``, :func:`spelling_twins`), so that *once* does not let it be said again;
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
@@ -929,7 +933,7 @@ def _literal_mask(
     if says is None or not rules.literal:
         return None
     out = says.clone()
-    twins = spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules.spellings else {}
+    twins = spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals, rules.numerals) if rules.spellings else {}
     for k, r in enumerate(records, 1):
         if r.subject:
             out[k] = False
@@ -1077,7 +1081,9 @@ def _accent_twins(vocab: Vocab, oov: list[str], phrases) -> dict[int, int]:
     return out
 
 
-def spelling_twins(vocab: Vocab, oov: list[str], phrases, plurals: bool = False) -> dict[int, int]:
+def spelling_twins(
+    vocab: Vocab, oov: list[str], phrases, plurals: bool = False, numerals: bool = False
+) -> dict[int, int]:
     """``ValueRules.spellings``: id -> the id of the word of ``phrases`` (the input's values and
     subjects, extended-id sequences) it spells another way: the word without its accents
     ("gerard" for the "gérard" of ``Gérard_Larcher``) and the word with a possessive "'s" that the
@@ -1086,7 +1092,10 @@ def spelling_twins(vocab: Vocab, oov: list[str], phrases, plurals: bool = False)
     the input itself ("california's" of ``California's_11th_State_Assembly_district``) is never
     read as another. With ``plurals`` (``rules.plurals``), also a phrase's last word with a suffix
     of :data:`SUFFIXES` (a plural or a demonym: "plants" of ``Flowering_plant``, "indonesian" of
-    ``Indonesia``), as the checker reads an entity (``faithfulness.webnlg._variants``)."""
+    ``Indonesia``), as the checker reads an entity (``faithfulness.webnlg._variants``). With
+    ``numerals`` (``rules.numerals``), a figure's other spellings (:func:`segviz.records.figure_forms`:
+    "1121", "1,121" of ``1121.0``): a text that said "a runway length of 1,121" went on "located
+    in 1121.0, Texas" (session 46)."""
     word = lambda t: vocab.itos[t] if t < len(vocab) else oov[t - len(vocab)]  # noqa: E731
     own = {t for p in phrases for t in p}
     last = {p[-1] for p in phrases if p} if plurals else set()
@@ -1095,6 +1104,8 @@ def spelling_twins(vocab: Vocab, oov: list[str], phrases, plurals: bool = False)
         others = {strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"}
         if t in last and word(t)[-1:].isalpha():
             others |= {word(t) + x for x in SUFFIXES}
+        if numerals:
+            others |= set(figure_forms(word(t)))
         for other in sorted(others - {word(t)}):
             if (i := _ext_id(vocab, oov, other)) is not None and i not in own:  # an input word is read as itself
                 out.setdefault(i, t)

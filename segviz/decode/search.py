@@ -633,7 +633,7 @@ class SegmentDecoder:
             forms=_value_forms(vocab, oov, records, rules, func) if level.no_repeat or planned else {},
             echo=_echo_entries(vocab, oov, records, rules, func) if level.no_repeat or planned else [],
             twins=_accent_twins(vocab, oov, list(named.values())),
-            spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals) if rules and rules.spellings else {},
+            spelt=spelling_twins(vocab, oov, _entities(vocab, oov, records), rules.plurals, rules.numerals) if rules and rules.spellings else {},
             doubles=doubled_ok(vocab, oov, records, rules), numbers=number_room(vocab, oov, records, rules),
             read=checker_reading(vocab, oov, records, rules) if mentions else None,
             foreign=foreign_names(vocab, oov, records, rules),
