@@ -978,6 +978,26 @@ def test_numerals_read_a_figure_written_otherwise_as_that_figure():
     assert faithfulness.check("webnlg", recs, numerals.text).errors == 0, numerals.text
 
 
+def test_alien_bans_the_relation_words_of_relations_the_input_does_not_hold():
+    """*alien*: "born" is a word of birth places and dates only, "ingredients" of dishes'
+    ingredients; an input without those relations (a satellite's ``launchDate``) may not say them,
+    one with them may; a word of the input's own relations or values stays ("ingredients" of an
+    unseen ``mainIngredient`` relation). Nothing is banned without the switch."""
+    from segviz.decode.rules import _alien_ids
+
+    ck, recs, _ = _shipped_webnlg_rm([("Kestrel_7", "launchDate", "2019-04-11"), ("Kestrel_7", "mass", "412.5")])
+    v, rules = ck.vocab, ck.rules(ck.default_rules + "+alien")
+    assert {"birthDate", "birthPlace"} <= ck.relation_words["born"] and "ingredients" in ck.relation_words
+    banned = {v.itos[i] for i in _alien_ids(v, [], recs, rules)}
+    assert {"born", "ingredients"} <= banned and "mass" not in banned
+    assert not _alien_ids(v, [], recs, ck.rules(ck.default_rules.replace("+alien", "")))
+    from segviz.records import Record
+
+    born = [Record("birthDate", "1961-03-02", "Lucas_Abbott"), Record("mainIngredient", "Rice", "Lucas_Abbott")]
+    kept = {v.itos[i] for i in _alien_ids(v, [], born, rules)}
+    assert "born" not in kept and "ingredients" not in kept and "ingredient" not in kept
+
+
 def test_the_fallback_warning_names_what_was_dropped(caplog):
     """Under "none" only the value rules can leave no output that ends: the warning says they were
     dropped, not that unconstrained decoding fell back to unconstrained decoding (a user read

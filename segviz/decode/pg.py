@@ -15,6 +15,7 @@ from segviz.decode.beam import NO_REPEAT_NGRAM, _banned, _beam_done, _prepare, _
 from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
+    _alien_ids,
     _force,
     _inner_ids,
     _just_said,
@@ -118,6 +119,7 @@ def _pg_search(model: PGModel, vocab: Vocab, records, beam, max_len, length_pena
     ban[_month_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_unheld_ids(vocab, enc_ex.oov, records, rules)] = True
     ban[_stranger_ids(vocab, enc_ex.oov, records, rules)] = True
+    ban[_alien_ids(vocab, enc_ex.oov, records, rules)] = True
     names = [p for ps in _phrases(vocab, enc_ex.oov, records, rules).values() for p in ps]
     inner = _inner_ids(vocab, enc_ex.oov, names, entity_starts(vocab, enc_ex.oov, records))
     x = _PGInput(model.encode(batch), V, n_ext, ban, names, beam, no_repeat_ngram, inner,

@@ -37,6 +37,7 @@ from segviz.records import (  # noqa: F401
     held_figures,
     is_function_word,
     number_words,
+    relation_words,
     strip_accents,
     tokenize,
 )
@@ -572,6 +573,7 @@ class ValueRules:
     numbers: bool = False  # a number said no more often than the input's records hold it ("24-02-24": session 23)
     unheld: bool = False  # no word with a digit that no figure of the input holds ("911 metres" of 213.0: session 42)
     strangers: bool = False  # no entity word the input does not hold ("malaysia and java": segviz.entities, session 44)
+    alien: bool = False  # no relation word none of whose relations the input holds ("born" of a launch date: session 46; WebNLG's lexicon)
     babble: bool = False  # a segment says no word twice that no subject or value of the input holds ("the location of the location": session 45; segment model)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
@@ -632,7 +634,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals", "alien")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -712,8 +714,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     entity of their input, where this input holds no such word (:func:`_stranger_ids`); ``babble``
     keeps a segment of the segment model from saying a word twice that no subject or value of the
     input holds (:func:`plain_words`, :func:`babbled`: "the location of the location");
-    ``numerals`` (with ``spellings``) reads a figure's other spellings as that figure ("1,121" of
-    ``1121.0``, :func:`spelling_twins`), so that *once* does not let it be said again;
+    ``alien`` never says a relation word none of whose relations the input holds
+    (:func:`_alien_ids`: "was born in" of a launch date); ``numerals`` (with ``spellings``)
+    reads a figure's other spellings as that figure ("1,121" of ``1121.0``,
+    :func:`spelling_twins`), so that *once* does not let it be said again;
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
@@ -796,6 +800,26 @@ def _stranger_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Va
         return []
     held = held_words(records)
     return _ids(vocab, oov, {w for w in rules.entities if stranger(w, rules.entities, held)})
+
+
+def _alien_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> list[int]:
+    """Ids of the relation words (``rules.relation_words``, :func:`segviz.lexicon.relation_words`)
+    none of whose relations the input holds, banned under ``rules.alien`` (session 46): a model
+    that reads a relation it has not learned says another's ("Kestrel 7 was born in 2019-04-11"
+    of a ``launchDate``, "… is one of the ingredients in the dish" of an ``office``). A word of
+    the input's values and subjects (:func:`segviz.lexicon.plain_value_words`) or relations
+    (:func:`segviz.records.relation_words`: "ingredients" of ``mainIngredient``) stays, and so do
+    the source's copied words."""
+    if not rules or not rules.alien or not rules.relation_words:
+        return []
+    from segviz.lexicon import plain_value_words, plain_word
+
+    attrs = {r.attribute for r in records}
+    own = {plain_word(w) for w in relation_words(records)}
+    held = plain_value_words(records) | own | {w + "s" for w in own}  # "ingredients" of mainIngredient
+    alien = {w for w, owners in rules.relation_words.items() if w and not owners & attrs and w not in held}
+    plain = _per_vocab(vocab, "plain words", lambda v: [plain_word(w) for w in v.itos])
+    return [i for i, w in enumerate(plain) if w in alien]
 
 
 _MONTH_WORDS = {  # a month's name and its abbreviations ("may" is a verb too: never banned)

@@ -27,6 +27,7 @@ from segviz.decode.rules import (
     ValueRules,
     _absent_ids,
     _accent_twins,
+    _alien_ids,
     _continues,
     _distinct_mask,
     _echo_entries,
@@ -592,6 +593,7 @@ class SegmentDecoder:
         ban[_absent_ids(vocab, oov, records, rules, planned)] = True
         ban[_unheld_ids(vocab, oov, records, rules)] = True
         ban[_stranger_ids(vocab, oov, records, rules)] = True
+        ban[_alien_ids(vocab, oov, records, rules)] = True
         if content_rule is None:
             content_rule = level.counts_realised or planned
         if mentions is None:
