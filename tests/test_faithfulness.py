@@ -282,6 +282,23 @@ def test_webnlg_a_short_spelling_inside_another_entity_is_no_mention():
     assert [v.status for v in check_webnlg(recs, text).per_record] == ["realised", "realised", "realised"]
 
 
+def test_webnlg_a_name_whose_closing_full_stop_gives_way_to_a_comma_is_said_whole():
+    """A campus address ending "560090." said mid-sentence ("… Bangalore – 560090, Karnataka.")
+    is said whole: the city inside it is no second "Bangalore" (tune half University/7/Id1 read
+    as a repeat); said with its full stop or without one, the same (session 46)."""
+    recs = parse_webnlg_triples([
+        "Acharya_Institute_of_Technology | city | Bangalore",
+        'Acharya_Institute_of_Technology | campus | "In Soldevanahalli, Hessarghatta Main Road, Bangalore – 560090."',
+    ])  # fmt: skip
+    said = "The institute is in Bangalore. Its campus is in Soldevanahalli, Hessarghatta Main Road, Bangalore – 560090"
+    for end in (", Karnataka.", "."):
+        report = check_webnlg(recs, said + end)
+        assert [v.status for v in report.per_record] == ["realised", "realised"], end
+        assert report.per_record[1].evidence.rstrip(".").endswith("560090"), report.per_record[1].evidence
+    again = "The institute is in Bangalore, in Bangalore."  # a second city said on its own still repeats
+    assert check_webnlg(recs, again).per_record[0].status == "repeated"
+
+
 def test_webnlg_a_place_that_qualifies_another_entity_is_said():
     """"Austin, Texas" says ``Texas`` too (the place after the comma qualifies the city), as the
     decoder's *qualifiers* rule reads it; said on its own as well, it is said twice; the city alone

@@ -99,13 +99,17 @@ def _spaced(spelling: str) -> str:
     """Regex of a normalised spelling that also reads it with its words joined by a dash, with a
     space around a full stop and between letters and digits, as a detokenised output ("a. d.
     isidro metapan", "ps 3523. e 55") or a tokenised reference ("a . d . isidro metapan") writes
-    "a.d. isidro metapan" and "ps3523.e55"."""
+    "a.d. isidro metapan" and "ps3523.e55". The closing full stop of a name of several words may
+    be the sentence's or give way to a comma ("… Bangalore – 560090, Karnataka" of a campus
+    ending "560090.", "Chelsea F.C, …"; session 46)."""
     out = ""
     for a, b in zip(spelling, spelling[1:] + " ", strict=True):
         out += r"[\s-]+" if a == " " else r"\s*\." if a == "." else re.escape(a)
         if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()
                                       or _symbol(a) or _symbol(b)):  # fmt: skip
             out += r"\s*"
+    if spelling.endswith(".") and " " in spelling:
+        out = out[: -len(r"\s*\.")] + r"(?:\s*\.)?"
     return out
 
 
