@@ -338,7 +338,7 @@ def _shards_missing(paths: list[Path], runs: list[dict]) -> list[str]:
     held = [j for i, n in shards for j in range(i, lcm, n)]  # the shards of L each holds
     if len(held) > len(set(held)):
         raise ValueError(f"{', '.join(map(str, paths))}: shards that overlap, got {specs}")
-    return [f"{j}/{lcm}" for j in range(lcm) if j not in held]
+    return [f"{j}/{lcm}" for j in sorted(set(range(lcm)) - set(held))]
 
 
 def merge(paths: list[Path], data_dir: Path) -> tuple[dict, list[DevItem], dict[str, list[dict]]]:

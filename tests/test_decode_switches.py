@@ -971,6 +971,14 @@ def test_numerals_read_a_figure_written_otherwise_as_that_figure():
     twins = spelling_twins(v, ["1121"], [figure], numerals=True)  # "1121" a word of the source only
     assert twins == {v.stoi["1,121"]: figure[0], len(v): figure[0]} and not spelling_twins(v, ["1121"], [figure])
     assert len(v) not in spelling_twins(v, ["1121"], [figure, (len(v),)], numerals=True)  # an input word is itself
+    from segviz.decode.rules import _entities, _ext_id
+    from segviz.records import Record
+
+    dated = [Record("launchDate", "2019-04-11", "Kestrel_7"), Record("mass", "4.0", "Kestrel_7")]
+    oov = [w for w in ("04", "4.0", "11") if w not in v.stoi]
+    twins = spelling_twins(v, oov, _entities(v, oov, dated), numerals=True)
+    four = _ext_id(v, oov, "4")
+    assert four is not None and twins[four] == _ext_id(v, oov, "4.0")  # "4" is the mass, not the date's "04"
     shipped = ck.default_rules.replace("+numerals", "")
     plain, numerals = gen(shipped), gen(shipped + "+numerals")
     assert "1,121" in plain.text and "1121.0" in plain.text, plain.text
@@ -996,6 +1004,28 @@ def test_alien_bans_the_relation_words_of_relations_the_input_does_not_hold():
     born = [Record("birthDate", "1961-03-02", "Lucas_Abbott"), Record("mainIngredient", "Rice", "Lucas_Abbott")]
     kept = {v.itos[i] for i in _alien_ids(v, [], born, rules)}
     assert "born" not in kept and "ingredients" not in kept and "ingredient" not in kept
+    named = [Record("launchDate", "2019-04-11", "Born_to_Run"), Record("mass", "4.0", "Ingredient_Lab")]
+    assert not {"born", "ingredient", "ingredients"} & {v.itos[i] for i in _alien_ids(v, [], named, rules)}
+
+
+def test_alien_keeps_both_systems_from_saying_another_relation_of_a_satellite():
+    """A satellite's unseen relations (the category is not in WebNLG's training data): the
+    shipped segment model under +RM said "Kestrel 7 was born in 2019-04-11", the PG baseline
+    (given the segment model's relation words) "… was designed by"; with *alien* neither does."""
+    import dataclasses
+
+    triples = [("Kestrel_7", "operator", "Nordic_Space_Agency"), ("Kestrel_7", "launchSite", "Andøya_Spaceport"),
+               ("Kestrel_7", "launchDate", "2019-04-11"), ("Kestrel_7", "mass", "412.5"),
+               ("Nordic_Space_Agency", "headquarter", "Tromsø")]  # fmt: skip
+    ck, recs, gen = _shipped_webnlg_rm(triples)
+    plain = ck.default_rules.replace("+alien", "")
+    assert "born in" in gen(plain).text and "born" not in gen(plain + "+alien").text.lower()
+    pg = checkpoint.load(ROOT / "checkpoints" / "webnlg-pg")
+    texts = [
+        decode.generate_pg(pg.model, pg.vocab, recs, 5, rules=dataclasses.replace(pg.rules(r), relation_words=ck.relation_words)).text
+        for r in (pg.default_rules, pg.default_rules + "+alien")
+    ]  # fmt: skip
+    assert "designed" in texts[0] and "designed" not in texts[1], texts
 
 
 def test_the_fallback_warning_names_what_was_dropped(caplog):

@@ -815,8 +815,8 @@ def _alien_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
     from segviz.lexicon import plain_value_words, plain_word
 
     attrs = {r.attribute for r in records}
-    own = {plain_word(w) for w in relation_words(records)}
-    held = plain_value_words(records) | own | {w + "s" for w in own}  # "ingredients" of mainIngredient
+    held = plain_value_words(records) | {plain_word(w) for w in relation_words(records)}
+    held |= {w + "s" for w in held}  # "ingredients" of mainIngredient
     alien = {w for w, owners in rules.relation_words.items() if w and not owners & attrs and w not in held}
     plain = _per_vocab(vocab, "plain words", lambda v: [plain_word(w) for w in v.itos])
     return [i for i, w in enumerate(plain) if w in alien]
@@ -1128,7 +1128,7 @@ def spelling_twins(
         others = {strip_accents(word(t)), word(t) + "'s", strip_accents(word(t)) + "'s"}
         if t in last and word(t)[-1:].isalpha():
             others |= {word(t) + x for x in SUFFIXES}
-        if numerals:
+        if numerals and not re.match(r"0\d", word(t)):  # not a date's "04": its "4" is no figure's
             others |= set(figure_forms(word(t)))
         for other in sorted(others - {word(t)}):
             if (i := _ext_id(vocab, oov, other)) is not None and i not in own:  # an input word is read as itself

@@ -108,8 +108,8 @@ def _spaced(spelling: str) -> str:
         if b != " " and a != " " and (a == "." or a.isalpha() and b.isdigit() or a.isdigit() and b.isalpha()
                                       or _symbol(a) or _symbol(b)):  # fmt: skip
             out += r"\s*"
-    if spelling.endswith(".") and " " in spelling:
-        out = out[: -len(r"\s*\.")] + r"(?:\s*\.)?"
+    if spelling.endswith(".") and " " in spelling[:-2]:  # without it, not before a decimal part
+        out = out[: -len(r"\s*\.")] + r"(?:\s*\.|(?!\.\d))"
     return out
 
 
