@@ -1169,8 +1169,9 @@ def test_split_a_record_cut_at_L_goes_on_after_one_null_segment_only():
 def test_split_says_a_value_longer_than_L_whole_under_rm():
     """Session 40, ``split``: the tune half's University/1/Id2, a campus address of 20 tokens. Its
     unconstrained text says it whole in two segments of the record around a null ","; +RM without
-    ``split`` cuts it at ``L`` (and ended "… in the united states." before ``strangers``); with it, +RM says it whole,
-    one record in two segments, and the checker finds the text exact."""
+    ``split`` cuts it at ``L`` (and ended "… in the united states." before ``strangers``; with
+    ``alien``, session 46, a null segment copies the rest); with it, +RM says it whole, one record
+    in two segments, and the checker finds the text exact."""
     from conftest import ROOT
 
     from segviz.records import parse_webnlg_triples
@@ -1178,7 +1179,8 @@ def test_split_says_a_value_longer_than_L_whole_under_rm():
     ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
     recs = parse_webnlg_triples(['Acharya_Institute_of_Technology | campus | "In Soldevanahalli, Acharya Dr. Sarvapalli '
                                  'Radhakrishnan Road, Hessarghatta Main Road, Bangalore – 560090."'])  # fmt: skip
-    texts = {on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), split=on))
+    rules = ck.rules(ck.default_rules.replace("+alien", ""))  # session 46's alien lets the null segment copy on
+    texts = {on: generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, split=on))
              for on in (False, True)}  # fmt: skip
     assert "560090" not in texts[False].text  # cut at L (until session 44's ``strangers`` it went on "… in the united states")
     assert texts[True].text.endswith("Hessarghatta Main Road, Bangalore – 560090."), texts[True].text
