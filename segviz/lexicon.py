@@ -48,6 +48,7 @@ from pathlib import Path
 
 from segviz.data import DataError, Example, default_data_dir, load_split
 from segviz.records import Record, date_month, is_function_word, strip_accents, tokenize
+from segviz.records import relation_words as relation_words_of
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,27 @@ def plain_value_words(records: Iterable[Record]) -> set[str]:
     of ``"1930-08-05"``): the words that say the input's own values, never relation words."""
     words = {plain_word(w) for w in value_words(records)}
     return (words | {m for r in records if (m := date_month(r.value))}) - {""}
+
+
+def alien_relation_words(records: list[Record], relations: Relations) -> frozenset[str]:
+    """The relation words (:func:`relation_words`, read by :func:`plain_word`) none of whose
+    relations the input holds: "born" (birth places and dates) beside a satellite's
+    ``launchDate``. A word of the input's values and subjects or of its relations' names, or such
+    a word with a plural "s" ("ingredients" of an unseen ``mainIngredient``), is the input's own.
+    What the ``alien`` rule bans (``decode.rules._alien_ids``) and the *relations* suite counts
+    (:func:`alien_words`)."""
+    attrs = {r.attribute for r in records}
+    held = plain_value_words(records) | {plain_word(w) for w in relation_words_of(records)}
+    held |= {w + "s" for w in held}
+    return frozenset(w for w, owners in relations.items() if w and not owners & attrs and w not in held)
+
+
+def alien_words(records: list[Record], text: str, relations: Relations) -> list[str]:
+    """The words of ``text`` that say a relation the input does not hold
+    (:func:`alien_relation_words`): "ingredients" of "Native americans are one of the
+    ingredients in the United States" for an ``ethnicGroup``."""
+    alien = alien_relation_words(records, relations)
+    return [w for w in tokenize(text) if plain_word(w) in alien]
 
 
 def value_words(records: Iterable[Record]) -> set[str]:

@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 
 from segviz import checkpoint as ckpt
-from segviz import datasets, entities, faithfulness, invented
+from segviz import datasets, entities, faithfulness, invented, lexicon
 from segviz.data import default_data_dir
 from segviz.decode import (
     CONSTRAINTS,
@@ -390,7 +390,8 @@ def _report(
     path: Path | None, meta: dict, items: list[DevItem], results: dict[str, list[dict]], systems: list[str]
 ) -> None:
     """Print the tables of a run and write it (``--json``): meta, summary, inputs, every row."""
-    summary = summarise(results, items, systems, meta["dataset"])
+    relations = lexicon.read(meta["checkpoint"])[4] if meta.get("checkpoint") else None  # the relations suite's alien column
+    summary = summarise(results, items, systems, meta["dataset"], relations)
     print(render(summary))
     print(
         f"\n{len(items)} dev inputs ({sum(it.half == 'tune' for it in items)} tune / "

@@ -155,10 +155,13 @@ def _cost_against(long: list[dict], refs: dict[int, list[str]]) -> float | None:
 
 
 def summarise(
-    results: dict[str, list[dict]], items: list[DevItem], systems: list[str], dataset: str | None = None
+    results: dict[str, list[dict]], items: list[DevItem], systems: list[str], dataset: str | None = None,
+    relations: dict | None = None,
 ) -> dict:
     """``{suite: {half: ...}}``: per-system aggregates (forced, unseen) and per-K ones (long);
-    with ``dataset`` also :func:`references` per half and K (``"references"``)."""
+    with ``dataset`` also :func:`references` per half and K (``"references"``); with
+    ``relations`` (the segment checkpoint's relation words) the *relations* suite's share of
+    outputs saying another relation's words."""
     long, out = results.get("long", []), {}
     big = lambda it: len(it.records) >= FORCED_MIN_K  # noqa: E731
     for half in [h for h in HALVES if any(it.half == h for it in items)]:
@@ -181,7 +184,7 @@ def summarise(
                 for s in systems
             }
         if results.get("relations"):
-            out.setdefault("relations", {})[half] = _relations(results["relations"], long, items, half, systems)
+            out.setdefault("relations", {})[half] = _relations(results["relations"], long, items, half, systems, relations)
         if long:
             Ks = sorted({len(it.records) for it in items if it.half == half})
             out.setdefault("long", {})[half] = {
@@ -202,9 +205,13 @@ def summarise(
     return out
 
 
-def _relations(rows: list[dict], long: list[dict], items: list[DevItem], half: str, systems: list[str]) -> dict:
+def _relations(
+    rows: list[dict], long: list[dict], items: list[DevItem], half: str, systems: list[str], relations: dict | None = None
+) -> dict:
     """Per system: the ``relations`` suite's aggregate (with BLEU) and, as ``real``, the long
-    suite's on the same inputs (relations read)."""
+    suite's on the same inputs (relations read); with the checkpoint's ``relations`` (its
+    lexicon's relation words) also the share of outputs that say a relation the input does not
+    hold (``alien``, :func:`segviz.lexicon.alien_words`)."""
     out = {}
     for s in systems:
         sel = _select(rows, items, half, s)
@@ -212,7 +219,19 @@ def _relations(rows: list[dict], long: list[dict], items: list[DevItem], half: s
         real = [r for r in _select(long, items, half, s) if r["item"] in done]
         if sel:
             out[s] = {**aggregate(sel, items), "real": aggregate(real, items) if real else None}
+            if relations:
+                out[s]["alien"] = _alien_share(sel, items, relations)
+                if real:
+                    out[s]["real"]["alien"] = _alien_share(real, items, relations)
     return out
+
+
+def _alien_share(rows: list[dict], items: list[DevItem], relations: dict) -> float:
+    """The share of ``rows`` whose text says a relation word none of whose relations the input
+    holds (:func:`segviz.lexicon.alien_words`)."""
+    from segviz.lexicon import alien_words
+
+    return sum(bool(alien_words(items[r["item"]].records, r["text"], relations)) for r in rows) / len(rows)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -343,8 +362,11 @@ def long_table(by_k: dict[str, dict[str, dict]], refs: dict[str, dict] | None = 
 
 
 def relations_table(by_system: dict[str, dict]) -> str:
-    """Relations unseen against read: BLEU, SER, stutters (same inputs)."""
+    """Relations unseen against read: BLEU, SER, stutters and (where counted) outputs saying
+    another relation's words (same inputs)."""
     head = ["system", "outputs", "BLEU (unseen)", "BLEU (read)", "SER (unseen)", "SER (read)", "stutters (unseen)", "stutters (read)"]
+    alien = any("alien" in a for a in by_system.values())
+    head += ["another relation's words (unseen)", "another relation's words (read)"] if alien else []
 
     def row(s: str, a: dict) -> list[str]:
         real = a["real"] or {}
@@ -357,6 +379,7 @@ def relations_table(by_system: dict[str, dict]) -> str:
             _pct(real.get("ser")),
             _pct(a["stutter"]),
             _pct(real.get("stutter")),
+            *([_pct(a.get("alien")), _pct(real.get("alien"))] if alien else []),
         ]
 
     return _table(head, (row(s, a) for s, a in by_system.items()))

@@ -437,6 +437,24 @@ def test_relations_suite_decodes_with_the_relation_words_hidden(tiny):
     long_long = parse_webnlg_triples(["A_Long_Long_Way | author | Sebastian_Barry"])
     assert stress_tables.stutters("A Long Long Way is by Barry.") and not stress_tables.stutters("A Long Long Way is by Barry.", long_long)
     assert stress_tables.stutters("A Long Long Way is by by Barry.", long_long)
+    assert "another relation's words" not in stress.render(summary)  # counted only with a lexicon's relation words
+    relations = {"born": frozenset({"birthPlace"}), "ingredients": frozenset({"mainIngredients"})}
+    told = stress.summarise({"long": long, "relations": rows}, items, systems.names, relations=relations)
+    assert 0.0 <= told["relations"][half]["rm"]["alien"] <= 1.0 and "another relation's words (unseen)" in stress.render(told)
+
+
+def test_alien_words_are_relation_words_of_relations_the_input_does_not_hold():
+    """The *relations* suite's count (``lexicon.alien_words``): "born" said of a satellite; not of a
+    person born somewhere, nor where the input's own words say it ("Born_to_Run")."""
+    from segviz.lexicon import alien_words
+    from segviz.records import Record
+
+    relations = {"born": frozenset({"birthPlace", "birthDate"}), "ingredients": frozenset({"mainIngredients"}), "": frozenset()}
+    kestrel = [Record("launchDate", "2019-04-11", "Kestrel_7")]
+    assert alien_words(kestrel, "Kestrel 7 was born in 2019-04-11, with ingredients.", relations) == ["born", "ingredients"]
+    assert alien_words([Record("birthPlace", "Porto", "Lucas")], "Lucas was born in Porto.", relations) == []
+    assert alien_words([Record("launchDate", "1990", "Born_to_Run")], "Born to Run was born in 1990.", relations) == []
+    assert alien_words([Record("mainIngredient", "Rice", "Dish")], "Its ingredients are rice.", relations) == []
 
 
 def test_invented_codes_keep_their_shape():

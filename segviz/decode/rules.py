@@ -37,7 +37,6 @@ from segviz.records import (  # noqa: F401
     held_figures,
     is_function_word,
     number_words,
-    relation_words,
     strip_accents,
     tokenize,
 )
@@ -806,18 +805,14 @@ def _alien_ids(vocab: Vocab, oov: list[str], records: list[Record], rules: Value
     """Ids of the relation words (``rules.relation_words``, :func:`segviz.lexicon.relation_words`)
     none of whose relations the input holds, banned under ``rules.alien`` (session 46): a model
     that reads a relation it has not learned says another's ("Kestrel 7 was born in 2019-04-11"
-    of a ``launchDate``, "… is one of the ingredients in the dish" of an ``office``). A word of
-    the input's values and subjects (:func:`segviz.lexicon.plain_value_words`) or relations
-    (:func:`segviz.records.relation_words`: "ingredients" of ``mainIngredient``) stays, and so do
-    the source's copied words."""
+    of a ``launchDate``, "… is one of the ingredients in the dish" of an ``office``;
+    :func:`segviz.lexicon.alien_relation_words`). A word of the input's values, subjects or
+    relations stays ("ingredients" of ``mainIngredient``), and so do the source's copied words."""
     if not rules or not rules.alien or not rules.relation_words:
         return []
-    from segviz.lexicon import plain_value_words, plain_word
+    from segviz.lexicon import alien_relation_words, plain_word
 
-    attrs = {r.attribute for r in records}
-    held = plain_value_words(records) | {plain_word(w) for w in relation_words(records)}
-    held |= {w + "s" for w in held}  # "ingredients" of mainIngredient
-    alien = {w for w, owners in rules.relation_words.items() if w and not owners & attrs and w not in held}
+    alien = alien_relation_words(records, rules.relation_words)
     plain = _per_vocab(vocab, "plain words", lambda v: [plain_word(w) for w in v.itos])
     return [i for i, w in enumerate(plain) if w in alien]
 
