@@ -20,8 +20,10 @@ dev scores cannot see where this fails; these suites can (docs/design.md, "Stres
   SER with the real values. E2E has no such values (no rows).
 - **relations** (session 22): every WebNLG input decoded as if the model had never read its
   relations' words (:func:`segviz.records.relation_words`, :meth:`segviz.data.Vocab.hiding`),
-  as in WebNLG's unseen categories; BLEU, SER and stutters ("the discoverer discoverer") beside
-  those of the same inputs read whole. E2E has no rows (its attributes are all in training).
+  as in WebNLG's unseen categories; BLEU, SER, stutters ("the discoverer discoverer") and, with
+  the checkpoint's relation words, outputs saying another relation's words (session 46:
+  :func:`segviz.lexicon.alien_words`) beside those of the same inputs read whole. E2E has no rows
+  (its attributes are all in training).
 - **closed** (session 24): E2E ``food``, ``area`` and ``eatType`` given values outside their
   closed sets ("food[Thai]", "area[old town]", "eatType[wine bar]": what users type); the share
   of outputs stating each verbatim, SER beside the SER with the real values, and stutters
