@@ -26,6 +26,7 @@ from segviz.decode.rules import (
     _run_on,
     _stranger_ids,
     _unheld_ids,
+    closed_result,
     date_phrases,
     dates_again,
     dates_open,
@@ -174,7 +175,7 @@ def generate_pg_nbest(
     t0 = time.perf_counter()
     pool, enc_ex = _pg_search(model, vocab, records, beam, max_len, length_penalty, no_repeat_ngram, rules)
     return [
-        _result_from_pg(h, vocab, records, enc_ex, system, t0)
+        closed_result(_result_from_pg(h, vocab, records, enc_ex, system, t0), records, rules)  # fullstop
         for h in _ranked(pool, n or beam, length_penalty)
     ]
 

@@ -40,6 +40,7 @@ from segviz.records import (  # noqa: F401
     strip_accents,
     tokenize,
 )
+from segviz.result import GenerationResult
 
 _PER_VOCAB: dict[int, tuple[weakref.ref, dict]] = {}  # id(vocab) -> (vocab, {what: value})
 
@@ -398,6 +399,30 @@ def babbled(segment: list[int], plain: torch.Tensor | None) -> list[int]:
     return [t for t in set(segment) if plain[t]]
 
 
+SENTENCE_ENDS = (".", "!", "?")  # fullstop: words a text may end on (before a closing quote or not)
+PAUSES = (",", ";", ":")  # fullstop: words a full stop takes the place of at a text's end
+CLOSING_QUOTES = ('"', "'", "''", ")")
+
+
+def closed_result(result: GenerationResult, records: list[Record], rules: ValueRules | None) -> GenerationResult:
+    """Rule ``fullstop`` (session 47): a text that the model ends on a word ends on a full stop
+    ("... and Alcobendas."), one that it ends on a pause ("... Gujarat university,") on a full stop
+    in its place. Applied to the finished output, after every choice, so it moves none. The
+    added full stop belongs to the last segment and shows the attention of the word before it.
+    A text that ends on a sentence end, or any text when the rule is off, is as it was."""
+    t = result.tokens
+    if not (rules and rules.fullstop) or not t:
+        return result
+    if (t[-2] if t[-1] in CLOSING_QUOTES and len(t) > 1 else t[-1]) in SENTENCE_ENDS:
+        return result
+    if t[-1] in PAUSES:
+        tokens, attention = t[:-1] + ["."], result.attention
+    else:
+        tokens, attention = t + ["."], result.attention + result.attention[-1:]
+    segments = [(s, len(tokens) if e == len(t) else e, k) for s, e, k in result.segments]
+    return replace(result, tokens=tokens, attention=attention, segments=segments, text=detokenize(tokens, records))
+
+
 def number_room(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
     """Rule ``numbers`` (session 23): id -> how often the input's records hold that number
     (:func:`segviz.records.number_words`); None when the rule is off."""
@@ -573,6 +598,7 @@ class ValueRules:
     unheld: bool = False  # no word with a digit that no figure of the input holds ("911 metres" of 213.0: session 42)
     strangers: bool = False  # no entity word the input does not hold ("malaysia and java": segviz.entities, session 44)
     alien: bool = False  # no relation word none of whose relations the input holds ("born" of a launch date: session 46; WebNLG's lexicon)
+    fullstop: bool = False  # a text the model ends on a word or a pause ends on a full stop ("... Alcobendas": session 47)
     babble: bool = False  # a segment says no word twice that no subject or value of the input holds ("the location of the location": session 45; segment model)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
@@ -633,7 +659,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals", "alien")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals", "alien", "fullstop")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -716,7 +742,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     ``alien`` never says a relation word none of whose relations the input holds
     (:func:`_alien_ids`: "was born in" of a launch date); ``numerals`` (with ``spellings``)
     reads a figure's other spellings as that figure ("1,121" of ``1121.0``,
-    :func:`spelling_twins`), so that *once* does not let it be said again;
+    :func:`spelling_twins`), so that *once* does not let it be said again; ``fullstop`` ends a
+    text that the model ends on a word or a pause on a full stop (:func:`closed_result`);
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the

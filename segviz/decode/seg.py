@@ -13,7 +13,7 @@ import torch
 from segviz.constraints import Constraint, constraint
 from segviz.data import EOS_ID, Vocab
 from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _ranked, _records_info, _word
-from segviz.decode.rules import ValueRules
+from segviz.decode.rules import ValueRules, closed_result
 from segviz.decode.search import SegmentDecoder, _SegHyp
 from segviz.decode.second import second_ranked
 from segviz.model import SegmentModel
@@ -66,12 +66,17 @@ def _resegmented(model, vocab, dec, records, level, beam, rules, content_rule, m
     """``rules.resegment``: the unconstrained output under the same rules, segmented again by the
     search of ``level`` with its words forced (every constraint and rule still holds), or None
     when no such segmentation can end."""
-    free = generate_seg_nbest(model, vocab, records, "none", beam, 1, rules=rules, **common)[0]
+    free = generate_seg_nbest(model, vocab, records, "none", beam, 1, rules=_open_ended(rules), **common)[0]
     if free.fallback_used:  # not the rules' own text: nothing to keep
         return None
     again, _, _ = dec.search_n(records, level, beam, rules=rules, content_rule=content_rule, mentions=mentions,
                                n=1, forced=_ids(vocab, oov, free.tokens), **common)  # fmt: skip
     return again[0] if again else None
+
+
+def _open_ended(rules: ValueRules) -> ValueRules:
+    """``rules`` without ``fullstop``: the words the model itself said, as ``resegment`` forces them."""
+    return dataclasses.replace(rules, fullstop=False)
 
 
 def _marked(result: GenerationResult) -> GenerationResult:
@@ -163,7 +168,7 @@ def generate_seg_nbest(
     if second:  # the PG baseline's second opinion ranks them (segviz.decode.second)
         ms = (time.perf_counter() - t0) * 1000
         results = [dataclasses.replace(r, elapsed_ms=ms) for r in second_ranked(results, records, rules.partner, length_penalty)[: n or beam]]
-    return results
+    return [closed_result(r, records, rules) for r in results]  # fullstop: after every choice
 
 
 def generate_seg(
