@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from segviz import checkpoint, decode
-from segviz.decode.rules import ValueRules, closed_result
+from segviz.decode.rules import ValueRules, closed_result, closed_results
 from segviz.records import Record, tokenize
 from segviz.result import GenerationResult
 
@@ -42,6 +42,18 @@ def test_a_text_ended_on_a_pause_gets_a_full_stop_in_its_place():
 def test_a_text_that_ends_a_sentence_is_as_it_was(words):
     before = _result(words, 2)
     assert closed_result(before, [], ON) is before
+
+
+def test_a_pause_after_a_sentence_end_is_dropped():
+    res = closed_result(_result("It is in Madrid . ,", 5), [], ON)
+    assert res.tokens[-2:] == ["madrid", "."] and len(res.attention) == 5
+    assert res.segments == [(0, 5, 1)]  # the pause's own segment is gone with it
+
+
+def test_closing_keeps_an_n_best_list_of_distinct_texts():
+    open_, closed = _result("It is in Madrid", 2), _result("It is in Madrid .", 2)
+    out = closed_results([open_, closed, _result("It is in Spain .", 2)], [], ON)
+    assert [r.tokens[-2] for r in out] == ["madrid", "spain"]  # the better-ranked Madrid stays
 
 
 def test_without_the_rule_nothing_changes():

@@ -26,7 +26,7 @@ from segviz.decode.rules import (
     _run_on,
     _stranger_ids,
     _unheld_ids,
-    closed_result,
+    closed_results,
     date_phrases,
     dates_again,
     dates_open,
@@ -174,10 +174,8 @@ def generate_pg_nbest(
     guaranteed (fewer when finished hypotheses repeat a text or the length budget ends first)."""
     t0 = time.perf_counter()
     pool, enc_ex = _pg_search(model, vocab, records, beam, max_len, length_penalty, no_repeat_ngram, rules)
-    return [
-        closed_result(_result_from_pg(h, vocab, records, enc_ex, system, t0), records, rules)  # fullstop
-        for h in _ranked(pool, n or beam, length_penalty)
-    ]
+    ranked = [_result_from_pg(h, vocab, records, enc_ex, system, t0) for h in _ranked(pool, n or beam, length_penalty)]
+    return closed_results(ranked, records, rules)  # fullstop: after every choice
 
 
 def generate_pg(

@@ -407,20 +407,34 @@ CLOSING_QUOTES = ('"', "'", "''", ")")
 def closed_result(result: GenerationResult, records: list[Record], rules: ValueRules | None) -> GenerationResult:
     """Rule ``fullstop`` (session 47): a text that the model ends on a word ends on a full stop
     ("... and Alcobendas."), one that it ends on a pause ("... Gujarat university,") on a full stop
-    in its place. Applied to the finished output, after every choice, so it moves none. The
-    added full stop belongs to the last segment and shows the attention of the word before it.
-    A text that ends on a sentence end, or any text when the rule is off, is as it was."""
+    in its place (a pause after a sentence end is dropped). The added full stop belongs to the
+    last segment and shows the attention of the word before it. A text that ends on a sentence
+    end, or any text when the rule is off, is as it was."""
     t = result.tokens
     if not (rules and rules.fullstop) or not t:
         return result
     if (t[-2] if t[-1] in CLOSING_QUOTES and len(t) > 1 else t[-1]) in SENTENCE_ENDS:
         return result
     if t[-1] in PAUSES:
-        tokens, attention = t[:-1] + ["."], result.attention
+        tokens = t[:-1] if len(t) > 1 and t[-2] in SENTENCE_ENDS else t[:-1] + ["."]
     else:
-        tokens, attention = t + ["."], result.attention + result.attention[-1:]
+        tokens = t + ["."]
+    attention = (result.attention + result.attention[-1:])[: len(tokens)]
     segments = [(s, len(tokens) if e == len(t) else e, k) for s, e, k in result.segments]
+    segments = [(s, e, k) for s, e, k in segments if s < e]
     return replace(result, tokens=tokens, attention=attention, segments=segments, text=detokenize(tokens, records))
+
+
+def closed_results(results: list[GenerationResult], records: list[Record], rules: ValueRules | None) -> list:
+    """``fullstop`` over an n-best list, applied after every choice of the model so it moves none:
+    each text closed (:func:`closed_result`), a text that closing made equal to a better one left
+    out, so the texts stay distinct."""
+    out, seen = [], set()
+    for r in (closed_result(r, records, rules) for r in results):
+        if tuple(r.tokens) not in seen:
+            seen.add(tuple(r.tokens))
+            out.append(r)
+    return out
 
 
 def number_room(vocab: Vocab, oov: list[str], records: list[Record], rules: ValueRules | None) -> dict | None:
@@ -743,7 +757,7 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     (:func:`_alien_ids`: "was born in" of a launch date); ``numerals`` (with ``spellings``)
     reads a figure's other spellings as that figure ("1,121" of ``1121.0``,
     :func:`spelling_twins`), so that *once* does not let it be said again; ``fullstop`` ends a
-    text that the model ends on a word or a pause on a full stop (:func:`closed_result`);
+    text that the model ends on a word or a pause on a full stop (:func:`closed_results`);
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the

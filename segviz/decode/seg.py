@@ -13,7 +13,7 @@ import torch
 from segviz.constraints import Constraint, constraint
 from segviz.data import EOS_ID, Vocab
 from segviz.decode.beam import NO_REPEAT_NGRAM, _clip, _ranked, _records_info, _word
-from segviz.decode.rules import ValueRules, closed_result
+from segviz.decode.rules import ValueRules, closed_results
 from segviz.decode.search import SegmentDecoder, _SegHyp
 from segviz.decode.second import second_ranked
 from segviz.model import SegmentModel
@@ -168,7 +168,7 @@ def generate_seg_nbest(
     if second:  # the PG baseline's second opinion ranks them (segviz.decode.second)
         ms = (time.perf_counter() - t0) * 1000
         results = [dataclasses.replace(r, elapsed_ms=ms) for r in second_ranked(results, records, rules.partner, length_penalty)[: n or beam]]
-    return [closed_result(r, records, rules) for r in results]  # fullstop: after every choice
+    return closed_results(results, records, rules)  # fullstop: after every choice
 
 
 def generate_seg(
