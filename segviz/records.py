@@ -212,6 +212,7 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+SENTENCE_ENDS = (".", "!", "?")  # tokens that end a sentence (detokenize capitalises after one; decode rule fullstop)
 _NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", "%", ")", "]", "}", "'s", "n't"}
 _NO_SPACE_AFTER = {"£", "$", "€", "(", "[", "{"}
 
@@ -242,7 +243,7 @@ def written(tokens: list[str], records: list[Record]) -> list[tuple[str, bool, b
             continue
         space = bool(i) and (_spaced(cased[i - 1], tok) if spaced[i] is None else spaced[i])
         out.append((tok[:1].upper() + tok[1:] if start else tok, space, start))
-        start = tok in (".", "!", "?") and not (ends[i] and not _closes_number(cased[i - 1] if i else ""))
+        start = tok in SENTENCE_ENDS and not (ends[i] and not _closes_number(cased[i - 1] if i else ""))
     return out
 
 

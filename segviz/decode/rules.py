@@ -26,6 +26,7 @@ from segviz.lexicon import name_key
 from segviz.records import (  # noqa: F401
     FUNCTION_WORDS,
     MONTHS,
+    SENTENCE_ENDS,
     SUFFIXES,
     Record,
     date_month,
@@ -399,7 +400,6 @@ def babbled(segment: list[int], plain: torch.Tensor | None) -> list[int]:
     return [t for t in set(segment) if plain[t]]
 
 
-SENTENCE_ENDS = (".", "!", "?")  # fullstop: words a text may end on (before a closing quote or not)
 PAUSES = (",", ";", ":")  # fullstop: words a full stop takes the place of at a text's end
 CLOSING_QUOTES = ('"', "'", "''", ")")
 
