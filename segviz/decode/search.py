@@ -502,6 +502,7 @@ class _Input:
     dates: dict = field(default_factory=dict)  # k -> its date written out, copied whole once begun (rules.date_phrases), {} when off
     forced: list[int] | None = None  # the words every hypothesis must say, <eos> last (rules.resegment), None: free
     plain: torch.Tensor | None = None  # (n_ext,) bool: words a segment says once (rules.plain_words, babble), None when off
+    renorm: bool = False  # ValueRules.renorm: the record choice renormalised over the records left (_record_cands)
 
 
 @dataclass
@@ -641,6 +642,7 @@ class SegmentDecoder:
             foreign=foreign_names(vocab, oov, records, rules),
             spent=spent_groups(vocab, oov, records, rules) if level.no_repeat or planned else None,
             dates=date_phrases(vocab, oov, records, rules), plain=plain_words(vocab, oov, records, rules),
+            renorm=bool(rules and rules.renorm),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -770,7 +772,9 @@ class SegmentDecoder:
     # ----- record candidates -------------------------------------------------------------
     def _record_cands(self, x: _Input, hyps: list[_SegHyp]) -> list[Cand]:
         """Candidates of the hypotheses at a boundary: every record the constraints allow, from
-        the initial (eq. 3 at t = 0) or transition distribution; one sampled record with ``sample``."""
+        the initial (eq. 3 at t = 0) or transition distribution; one sampled record with ``sample``.
+        ``renorm``: that distribution divided by its sum over the allowed records, so a record
+        chosen because the constraints left nothing likelier costs no more than the choice itself."""
         bounds = [m for m, h in enumerate(hyps) if h.boundary]
         if not bounds:
             return []
@@ -792,6 +796,8 @@ class SegmentDecoder:
                 blocked = [0, *blocked]
             if blocked:
                 row[blocked] = -math.inf
+                if x.renorm and torch.isfinite(row).any():  # p(j | q, allowed) = p(j | q) / sum over the allowed
+                    row -= torch.logsumexp(row, 0)
             if x.sample is None:
                 cands += [(h.score + float(row[j]), m, "r", j) for j in range(x.S) if math.isfinite(row[j])]
             elif torch.isfinite(row).any():
