@@ -33,7 +33,18 @@ def _choices(ck, renorm: bool, level: str, realised: frozenset, plan=None) -> di
     """Record -> log-probability of choosing it first, for a start hypothesis that has
     ``realised`` (as if those records had been said)."""
     dec, recs = SegmentDecoder(ck.model, ck.vocab), parse_webnlg_triples(TRIPLES)
-    x = dec._input(recs, constraint(level), 5, plan, None, None, None, None, 0, ValueRules(names=False, absent=False, own=False, values=False, renorm=renorm))
+    x = dec._input(
+        recs,
+        constraint(level),
+        5,
+        plan,
+        None,
+        None,
+        None,
+        None,
+        0,
+        ValueRules(names=False, absent=False, own=False, values=False, renorm=renorm),
+    )
     d, state = ck.model.step(torch.tensor([BOS_ID]), x.enc.state0)  # (1, H)
     h = _SegHyp(state=(state[0][0], state[1][0]), d=d[0], A_last=torch.zeros_like(d[0]), realised=realised)
     return {j: score for score, _, _, j in dec._record_cands(x, [h])}
@@ -57,6 +68,9 @@ def test_nothing_blocked_nothing_changes(ck):
 def test_unconstrained_decoding_is_unchanged(ck):
     recs = parse_webnlg_triples(TRIPLES)
     on = dataclasses.replace(ck.rules(), renorm=True)
-    assert generate_seg(ck.model, ck.vocab, recs, "none", beam=5, rules=on).text == generate_seg(
-        ck.model, ck.vocab, recs, "none", beam=5, rules=dataclasses.replace(on, renorm=False)
-    ).text
+    assert (
+        generate_seg(ck.model, ck.vocab, recs, "none", beam=5, rules=on).text
+        == generate_seg(
+            ck.model, ck.vocab, recs, "none", beam=5, rules=dataclasses.replace(on, renorm=False)
+        ).text
+    )
