@@ -74,3 +74,4 @@ def test_unconstrained_decoding_is_unchanged(ck):
             ck.model, ck.vocab, recs, "none", beam=5, rules=dataclasses.replace(on, renorm=False)
         ).text
     )
+

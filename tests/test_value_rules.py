@@ -633,8 +633,9 @@ def test_outside_rm_says_the_state_apart_from_the_city():
     ck = checkpoint.load(ROOT / "checkpoints" / "webnlg-seg")
     recs = parse_webnlg_triples(["Abilene_Regional_Airport | cityServed | Abilene,_Texas", "Abilene,_Texas | isPartOf | Texas"])
     faults = lambda out: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, out.text))  # noqa: E731
-    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(ck.rules(), outside=False))
-    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=ck.rules())
+    rules = dataclasses.replace(ck.rules(), renorm=False)  # session 48's renorm alone says the state apart here
+    before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, outside=False))
+    after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=rules)
     assert faults(before) == (0, 0, 1) and faults(after) == (0, 0, 0), (before.text, after.text)
 
 
@@ -660,7 +661,7 @@ def test_heads_read_a_value_said_up_to_its_comma_as_said():
                                  "United_States | ethnicGroup | Native_Americans_in_the_United_States",
                                  "United_States | capital | Washington,_D.C.", "United_States | language | English_language"])  # fmt: skip
     faults = lambda out: (lambda f: (f.wrong, f.repeated, f.missing))(faithfulness.check("webnlg", recs, out.text))  # noqa: E731
-    rules = dataclasses.replace(ck.rules(), babble=False)  # session 38's: session 45's babble says the capital once either way
+    rules = dataclasses.replace(ck.rules(), babble=False, renorm=False)  # session 38's: session 45's babble and session 48's renorm say the capital once either way
     before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, heads=False))
     after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(rules, heads=True))
     assert faults(before) == (0, 1, 0) and faults(after) == (0, 0, 0), (before.text, after.text)
@@ -1135,7 +1136,7 @@ def test_resegment_keeps_the_models_own_text_where_it_meets_the_constraints():
                                  "Greenville,_Wisconsin | isPartOf | Menasha_(town),_Wisconsin",
                                  "Greenville,_Wisconsin | isPartOf | Dale,_Wisconsin",
                                  "Appleton_International_Airport | cityServed | Appleton,_Wisconsin"])  # fmt: skip
-    on = dataclasses.replace(ck.rules(), resegment=True, begun=True)
+    on = dataclasses.replace(ck.rules(), resegment=True, begun=True, renorm=False)  # session 39's: with session 48's renorm +RM alone no longer says "which is a part of greenville"
     free = generate_seg(ck.model, ck.vocab, recs, "none", beam=5, rules=on)
     before = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=dataclasses.replace(on, resegment=False))
     after = generate_seg(ck.model, ck.vocab, recs, "rm", beam=5, rules=on)
