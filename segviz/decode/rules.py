@@ -613,7 +613,7 @@ class ValueRules:
     strangers: bool = False  # no entity word the input does not hold ("malaysia and java": segviz.entities, session 44)
     alien: bool = False  # no relation word none of whose relations the input holds ("born" of a launch date: session 46; WebNLG's lexicon)
     fullstop: bool = False  # a text the model ends on a word or a pause ends on a full stop ("... Alcobendas": session 47)
-    renorm: bool = False  # under r / rm / a plan: the record choice is renormalised over the records the constraints leave (session 48)
+    renorm: bool = False  # under r / rm / a plan: the record choice is renormalised over the records the constraints leave (session 48, docs/design.md §6)
     babble: bool = False  # a segment says no word twice that no subject or value of the input holds ("the location of the location": session 45; segment model)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)

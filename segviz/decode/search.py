@@ -774,7 +774,8 @@ class SegmentDecoder:
         """Candidates of the hypotheses at a boundary: every record the constraints allow, from
         the initial (eq. 3 at t = 0) or transition distribution; one sampled record with ``sample``.
         ``renorm``: that distribution divided by its sum over the allowed records, so a record
-        chosen because the constraints left nothing likelier costs no more than the choice itself."""
+        chosen because the constraints left nothing likelier costs no more than the choice itself
+        (docs/design.md §6)."""
         bounds = [m for m, h in enumerate(hyps) if h.boundary]
         if not bounds:
             return []
