@@ -759,6 +759,8 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     reads a figure's other spellings as that figure ("1,121" of ``1121.0``,
     :func:`spelling_twins`), so that *once* does not let it be said again; ``fullstop`` ends a
     text that the model ends on a word or a pause on a full stop (:func:`closed_results`);
+    ``renorm`` (segment model, under r / rm / a plan) renormalises the record choice over the
+    records the constraints leave (``search.SegmentDecoder._record_cands``);
     ``read`` (under r / rm; ``e2e-seg``'s rules since session 27, ``webnlg-seg``'s since 34) takes what the automatic checker reads in
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
