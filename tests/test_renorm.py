@@ -29,22 +29,12 @@ def ck():
 
 
 @torch.no_grad()
-def _choices(ck, renorm: bool, level: str, realised: frozenset, plan=None) -> dict[int, float]:
+def _choices(ck, renorm: bool, level: str, realised: frozenset) -> dict[int, float]:
     """Record -> log-probability of choosing it first, for a start hypothesis that has
     ``realised`` (as if those records had been said)."""
     dec, recs = SegmentDecoder(ck.model, ck.vocab), parse_webnlg_triples(TRIPLES)
-    x = dec._input(
-        recs,
-        constraint(level),
-        5,
-        plan,
-        None,
-        None,
-        None,
-        None,
-        0,
-        ValueRules(names=False, absent=False, own=False, values=False, renorm=renorm),
-    )
+    rules = ValueRules(names=False, absent=False, own=False, values=False, renorm=renorm)
+    x = dec._input(recs, constraint(level), 5, None, None, None, None, None, 0, rules)  # no plan, no sampling
     d, state = ck.model.step(torch.tensor([BOS_ID]), x.enc.state0)  # (1, H)
     h = _SegHyp(state=(state[0][0], state[1][0]), d=d[0], A_last=torch.zeros_like(d[0]), realised=realised)
     return {j: score for score, _, _, j in dec._record_cands(x, [h])}
@@ -74,4 +64,3 @@ def test_unconstrained_decoding_is_unchanged(ck):
             ck.model, ck.vocab, recs, "none", beam=5, rules=dataclasses.replace(on, renorm=False)
         ).text
     )
-
