@@ -614,6 +614,7 @@ class ValueRules:
     alien: bool = False  # no relation word none of whose relations the input holds ("born" of a launch date: session 46; WebNLG's lexicon)
     fullstop: bool = False  # a text the model ends on a word or a pause ends on a full stop ("... Alcobendas": session 47)
     renorm: bool = False  # under r / rm / a plan: the record choice is renormalised over the records the constraints leave (session 48, docs/design.md §6)
+    heard: bool = False  # with read, under r / rm: a record's segment ends (before L) only once the checker reads its record (session 49)
     babble: bool = False  # a segment says no word twice that no subject or value of the input holds ("the location of the location": session 45; segment model)
     open: bool = False  # names: a value outside its attribute's closed set ("area[old town]") is said whole, as an unseen name (session 24)
     read: bool = False  # with r / rm: what the text has said is what the checker reads there, and it may end once it reads every record (session 27)
@@ -674,7 +675,7 @@ def guided_rules(name: str | None) -> str:
 
 
 VALUE_RULES = ("none", "names", "absent", "auto", "all")  # the presets of value_rules()
-RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals", "alien", "fullstop", "renorm")  # what "+rule" / "-rule" switch on or off
+RULE_SWITCHES = ("names", "absent", "own", "values", "fillers", "brief", "paraphrases", "stating", "literal", "outside", "rerank", "widen", "free", "keep", "close", "relations", "once", "qualifiers", "spellings", "forms", "echo", "onward", "plurals", "months", "doubles", "numbers", "open", "read", "foreign", "spent", "dates", "second", "codes", "heads", "resegment", "begun", "split", "hanging", "unheld", "planned", "strangers", "babble", "numerals", "alien", "fullstop", "renorm", "heard")  # what "+rule" / "-rule" switch on or off
 DEFAULT_VALUE_RULES = "auto"
 VALUE_RULES_HELP = (  # the CLIs' --value-rules help
     f"decoding rules: a preset {', '.join(VALUE_RULES)} (none: the paper), then +rule / -rule switches "
@@ -765,6 +766,10 @@ def value_rules(name: str, lexicon: dict[str, frozenset[str]] | None = None) -> 
     the text as what it has said: at each segment's end the records it reads said are the
     mentioned ones (a record whose reading is not its own alone, by the mention rule), and the
     text may end only once it reads every record not realised by a segment (:func:`checker_reading`);
+    ``heard`` (with ``read``, under r / rm) lets a record's segment shorter than ``L`` end only once
+    the checker reads its record in the text so far, a record it cannot read alone excepted ("… the
+    architectural style of tudor" did not say "Tudor and Jacabian":
+    ``segviz.decode.search.SegmentDecoder._mask_unheard``);
     ``foreign`` never lets a text begin (or, when the input says its first word, end) a training
     name that the input does not hold (:func:`foreign_names`, :func:`foreign_ends`); ``spent``
     (under r / rm / a plan) bans in a segment the lexicon words whose attributes only records said

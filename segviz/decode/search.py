@@ -503,6 +503,7 @@ class _Input:
     forced: list[int] | None = None  # the words every hypothesis must say, <eos> last (rules.resegment), None: free
     plain: torch.Tensor | None = None  # (n_ext,) bool: words a segment says once (rules.plain_words, babble), None when off
     renorm: bool = False  # ValueRules.renorm: the record choice renormalised over the records left (_record_cands)
+    heard: bool = False  # ValueRules.heard: a record's segment ends only once x.read reads its record (_mask_unheard)
 
 
 @dataclass
@@ -642,7 +643,7 @@ class SegmentDecoder:
             foreign=foreign_names(vocab, oov, records, rules),
             spent=spent_groups(vocab, oov, records, rules) if level.no_repeat or planned else None,
             dates=date_phrases(vocab, oov, records, rules), plain=plain_words(vocab, oov, records, rules),
-            renorm=bool(rules and rules.renorm),
+            renorm=bool(rules and rules.renorm), heard=bool(rules and rules.heard and mentions),
         )  # fmt: skip
 
     def _run(self, x: _Input, length_penalty: float) -> list[_SegHyp]:
@@ -698,6 +699,7 @@ class SegmentDecoder:
             if x.forced is not None:
                 _only_forced(x.forced, len(h.tokens), row)
             self._mask_unread(x, h, row)
+            self._mask_unheard(x, h, row)
             if x.sample is not None:
                 w = int(row.argmax())
                 cands.append((h.score + float(row[w]), m, "w", w))
@@ -826,6 +828,20 @@ class SegmentDecoder:
         top = 1 if x.sample is not None else min(x.beam, x.n_ext)
         if row[EOS_ID] >= row.topk(top).values[-1] and not self._may_end(x, h):
             row[EOS_ID] = -math.inf
+
+    @staticmethod
+    def _mask_unheard(x: _Input, h: _SegHyp, row: torch.Tensor) -> None:
+        """*heard* (with *read*, under r / rm): a record's segment shorter than ``L`` ends (``$`` or
+        ``<eos>``) only once the checker reads its record in the text so far, asked only when an
+        end is among the words taken, as :meth:`_mask_unread` does; a record whose reading is not
+        its own alone (:func:`checker_reading`) is not asked about. At ``L`` it is cut as ever."""
+        if not (x.heard and x.read) or h.k <= 0 or h.filler or h.seg_len >= x.L:
+            return
+        ends = [e for e in (EOSEG_ID, EOS_ID) if math.isfinite(row[e])]
+        top = 1 if x.sample is not None else min(x.beam, x.n_ext)
+        if ends and max(row[e] for e in ends) >= row.topk(top).values[-1]:
+            if h.k not in x.read(tuple(h.tokens), frozenset({h.k})):  # a record the checker cannot read alone: free
+                row[ends] = -math.inf
 
     @staticmethod
     def _may_end(x: _Input, h: _SegHyp) -> bool:
