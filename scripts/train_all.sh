@@ -160,7 +160,7 @@ train e2e-pg  --dataset e2e --model pg  --init "$OUT/e2e-pg-before-open"  --subs
 # does not hold (README "A figure said twice, and relations the input does not hold"))
 run e2e-seg    "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-seg" --min-rate 0.02 --min-lift 20 --value-rules auto+fillers+paraphrases+stating+open+doubles+absent+once+echo+read+foreign+spent+second+renorm --clean --segments
 run e2e-pg     "$PY" -m segviz.lexicon --checkpoint "$OUT/e2e-pg" --min-rate 0.02 --value-rules auto+open+doubles
-run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals+months+doubles+dates+second+stating+codes+read+literal+outside+heads+begun+resegment+split+unheld+planned+strangers+babble+numerals+alien+fullstop+renorm --relations
+run webnlg-seg "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-seg" --value-rules auto+once+qualifiers+spellings+forms+echo+onward+plurals+months+doubles+dates+second+stating+codes+read+literal+outside+heads+begun+resegment+split+unheld+planned+strangers+babble+numerals+alien+fullstop+renorm+heard --relations
 run webnlg-pg  "$PY" -m segviz.lexicon --checkpoint "$OUT/webnlg-pg" --value-rules auto+months+doubles+dates+codes
 for name in e2e-seg e2e-pg webnlg-seg webnlg-pg; do
   run "$name" "$PY" -m segviz.report --checkpoint "$OUT/$name" --out-dir "$OUT/outputs"

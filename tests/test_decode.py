@@ -346,7 +346,9 @@ def test_shipped_webnlg_dates_write_an_unseen_date_out_whole():
     )
     rules = web.rules()
     assert rules.dates
-    before = generate_seg(web.model, web.vocab, records, "rm", beam=5, rules=replace(rules, dates=False))
+    before = generate_seg(  # session 49's heard alone keeps the segment open past "13-11-13" here
+        web.model, web.vocab, records, "rm", beam=5, rules=replace(rules, dates=False, heard=False)
+    )
     assert "13-11-13" in before.text and check("webnlg", records, before.text).errors == 1, before.text
     after = generate_seg(web.model, web.vocab, records, "rm", beam=5, rules=rules)
     assert "1874" in after.text and check("webnlg", records, after.text).errors == 0, after.text
