@@ -834,7 +834,8 @@ class SegmentDecoder:
         """*heard* (with *read*, under r / rm): a record's segment shorter than ``L`` ends (``$`` or
         ``<eos>``) only once the checker reads its record in the text so far, asked only when an
         end is among the words taken, as :meth:`_mask_unread` does; a record whose reading is not
-        its own alone (:func:`checker_reading`) is not asked about. At ``L`` it is cut as ever."""
+        its own alone (:func:`checker_reading`) is not asked about. At ``L`` it is cut as ever; a
+        text the length budget ends is not asked about (:meth:`_select`)."""
         if not (x.heard and x.read) or h.k <= 0 or h.filler or h.seg_len >= x.L:
             return
         ends = [e for e in (EOSEG_ID, EOS_ID) if math.isfinite(row[e])]
