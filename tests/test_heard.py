@@ -20,6 +20,7 @@ from segviz.records import parse_webnlg_triples, tokenize
 ROOT = Path(__file__).resolve().parents[1]
 TRIPLES = ['Adisham_Hall | architecturalStyle | "Tudor and Jacabian"', "Adisham_Hall | location | Sri_Lanka",
            "Adisham_Hall | completionDate | 1931", 'Adisham_Hall | buildingStartDate | "1927"']  # fmt: skip
+BOTH = {EOSEG_ID, EOS_ID}  # both ends allowed
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +47,17 @@ def _ends_left(
 
 
 def test_a_segment_ends_only_once_the_checker_reads_its_record(ck):
-    both = {EOSEG_ID, EOS_ID}
-    assert _ends_left(ck, True, 1, "it has the architectural style of tudor") == set()
-    assert _ends_left(ck, True, 1, "it has the architectural style of tudor and jacabian") == both
-    assert (
-        _ends_left(ck, False, 1, "it has the architectural style of tudor") == both
-    )  # off: the paper's ends
-    assert _ends_left(ck, True, 2, "it is located in sri lanka") == both
+    tudor = "it has the architectural style of tudor"
+    assert _ends_left(ck, True, 1, tudor) == set()
+    assert _ends_left(ck, True, 1, tudor + " and jacabian") == BOTH
+    assert _ends_left(ck, False, 1, tudor) == BOTH  # off: the paper's ends
+    assert _ends_left(ck, True, 2, "it is located in sri lanka") == BOTH
 
 
 def test_heard_asks_nothing_without_the_constraints_or_at_the_cut(ck):
-    assert _ends_left(ck, True, 1, "it has the architectural style of tudor", level="none") == {
-        EOSEG_ID,
-        EOS_ID,
-    }
+    assert _ends_left(ck, True, 1, "it has the architectural style of tudor", level="none") == BOTH
     cut = " ".join(["tudor"] * ck.model.cfg.max_seg_len)  # a segment of L tokens is cut as ever
-    assert _ends_left(ck, True, 1, cut) == {EOSEG_ID, EOS_ID}
+    assert _ends_left(ck, True, 1, cut) == BOTH
 
 
 def test_the_value_said_in_part_is_said_whole(ck):
@@ -82,10 +78,10 @@ def test_a_record_the_checker_cannot_read_alone_is_not_asked_about(ck):
     first version: 45 tune-half +RM texts changed, BLEU −0.7)."""
     triples = ["AIDS_(journal) | country | United_Kingdom", "United_Kingdom | leaderName | Elizabeth_II"]
     said = "aids journal is from the united kingdom"
-    assert _ends_left(ck, True, 1, said, triples=triples) == {EOSEG_ID, EOS_ID}
+    assert _ends_left(ck, True, 1, said, triples=triples) == BOTH
     assert _ends_left(ck, True, 2, "where the leader is", triples=triples) == set()  # read alone: asked
 
 
 def test_a_filler_segment_is_not_asked_about(ck):
-    assert _ends_left(ck, True, 1, "and", filler=True) == {EOSEG_ID, EOS_ID}
+    assert _ends_left(ck, True, 1, "and", filler=True) == BOTH
     assert _ends_left(ck, True, 1, "and") == set()

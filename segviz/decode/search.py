@@ -387,6 +387,14 @@ def _stays_open(x, h) -> bool:
     return _name_owed(x, h) or nothing_said or x.hanging and h.seg_len < x.L and _hangs(x, h)
 
 
+def _taken(x, row: torch.Tensor, ids: list[int]) -> bool:
+    """Whether one of ``ids`` (finite in ``row``, ``(n_ext,)``) ranks among the words the beam
+    takes from ``row`` (one when sampling): *read* and *heard* ask the checker only then."""
+    top = 1 if x.sample is not None else min(x.beam, x.n_ext)
+    best = max(float(row[i]) for i in ids)
+    return math.isfinite(best) and best >= float(row.topk(top).values[-1])
+
+
 def _left(x: _Input, h: _SegHyp) -> bool:
     """Whether a record is left that ``h`` may still give a segment (none realised or mentioned)."""
     if x.plan:
@@ -823,10 +831,7 @@ class SegmentDecoder:
         """*read*: ``<eos>`` only once the checker reads every record that no segment realised
         (:meth:`_may_end`). The checker is asked only when ``<eos>`` would be among the words
         taken: banning it changes nothing else, and the checker runs only near the end."""
-        if not x.read or not math.isfinite(row[EOS_ID]):
-            return
-        top = 1 if x.sample is not None else min(x.beam, x.n_ext)
-        if row[EOS_ID] >= row.topk(top).values[-1] and not self._may_end(x, h):
+        if x.read and _taken(x, row, [EOS_ID]) and not self._may_end(x, h):
             row[EOS_ID] = -math.inf
 
     @staticmethod
@@ -838,11 +843,9 @@ class SegmentDecoder:
         text the length budget ends is not asked about (:meth:`_select`)."""
         if not (x.heard and x.read) or h.k <= 0 or h.filler or h.seg_len >= x.L:
             return
-        ends = [e for e in (EOSEG_ID, EOS_ID) if math.isfinite(row[e])]
-        top = 1 if x.sample is not None else min(x.beam, x.n_ext)
-        if ends and max(row[e] for e in ends) >= row.topk(top).values[-1]:
-            if h.k not in x.read(tuple(h.tokens), frozenset({h.k})):  # a record the checker cannot read alone: free
-                row[ends] = -math.inf
+        ends = [EOSEG_ID, EOS_ID]
+        if _taken(x, row, ends) and h.k not in x.read(tuple(h.tokens), frozenset({h.k})):  # a record the checker cannot read alone: free
+            row[ends] = -math.inf
 
     @staticmethod
     def _may_end(x: _Input, h: _SegHyp) -> bool:
